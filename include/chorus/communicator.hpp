@@ -1,0 +1,150 @@
+// Chorus C++ API: a Communicator is a group of ranks that run collectives together.
+//
+// Every operation has a non-blocking form (i-prefixed) returning a Request, and
+// a blocking form that waits for it. Operations on one communicator complete in
+// the order they were issued. Failures throw chorus::Error (see error.hpp and
+// docs/errors.md); argument errors are thrown before anything is sent.
+//
+// Communicator and Request are cheap-to-copy handles (shared state).
+#pragma once
+
+#include <chorus/error.hpp>
+#include <chorus/types.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace chorus {
+
+namespace detail {
+struct RequestState;
+struct CommState;
+}  // namespace detail
+
+/// Handle to one non-blocking operation.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
+  bool valid() const { return state_ != nullptr; }
+  /// Blocks until the operation completes; throws its error. The operation's own
+  /// deadline (CHORUS_TIMEOUT) bounds the wait.
+  void wait();
+  /// Waits at most `timeout`; true when the operation completed (throws its error).
+  bool wait_for(std::chrono::milliseconds timeout);
+  /// True when complete (throws its error); never blocks.
+  bool test();
+
+ private:
+  std::shared_ptr<detail::RequestState> state_;
+};
+
+struct InitOptions {
+  int nranks = 1;
+  int rank = 0;
+  std::string store_address;  ///< "host:port" of the store
+  bool host_store = true;     ///< rank 0 starts the store server on store_address's port
+  std::optional<std::string> auth_token;                ///< default: CHORUS_AUTH_TOKEN
+  std::optional<std::string> transport;                 ///< default: CHORUS_TRANSPORT
+  std::optional<std::chrono::milliseconds> timeout;     ///< default: CHORUS_TIMEOUT
+};
+
+class Communicator {
+ public:
+  /// An empty handle (what split returns for a negative color).
+  Communicator() = default;
+
+  /// Joins the job described by `options`; collective over all ranks.
+  static Communicator init(const InitOptions& options);
+  /// Joins using the launcher's variables (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,
+  /// falling back to Slurm, Open MPI and PMI variables).
+  static Communicator init_from_env();
+
+  explicit operator bool() const { return state_ != nullptr; }
+  int rank() const;
+  int size() const;
+
+  /// Collective: ranks with equal color form a new communicator ordered by
+  /// (key, parent rank). color < 0 takes part but returns an empty handle.
+  Communicator split(int color, int key);
+
+  /// Fails every pending and later operation (chorusInvalidUsage on this rank,
+  /// chorusRemoteError on peers that notice). Thread-safe; never blocks long.
+  void abort();
+
+  /// The last failure on this communicator as a sentence ("" when none).
+  std::string last_error() const;
+
+  // Non-blocking operations. Buffers must stay valid until the request completes.
+  Request iall_reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op);
+  Request ibroadcast(const void* send, void* recv, std::size_t count, DataType dtype, int root);
+  Request ireduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+                  int root);
+  Request iall_gather(const void* send, void* recv, std::size_t send_count, DataType dtype);
+  Request ireduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
+                          ReduceOp op);
+  Request igather(const void* send, void* recv, std::size_t send_count, DataType dtype, int root);
+  Request iscatter(const void* send, void* recv, std::size_t recv_count, DataType dtype, int root);
+  Request iall_to_all(const void* send, void* recv, std::size_t count, DataType dtype);
+  /// Counts and displacements in elements, one entry per rank.
+  Request iall_to_all_v(const void* send, std::span<const std::size_t> send_counts,
+                        std::span<const std::size_t> send_displs, void* recv,
+                        std::span<const std::size_t> recv_counts,
+                        std::span<const std::size_t> recv_displs, DataType dtype);
+  Request isend(const void* buf, std::size_t count, DataType dtype, int peer);
+  Request irecv(void* buf, std::size_t count, DataType dtype, int peer);
+  Request ibarrier();
+
+  // Blocking forms.
+  void all_reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op) {
+    iall_reduce(send, recv, count, dtype, op).wait();
+  }
+  void broadcast(const void* send, void* recv, std::size_t count, DataType dtype, int root) {
+    ibroadcast(send, recv, count, dtype, root).wait();
+  }
+  void reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op, int root) {
+    ireduce(send, recv, count, dtype, op, root).wait();
+  }
+  void all_gather(const void* send, void* recv, std::size_t send_count, DataType dtype) {
+    iall_gather(send, recv, send_count, dtype).wait();
+  }
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
+                      ReduceOp op) {
+    ireduce_scatter(send, recv, recv_count, dtype, op).wait();
+  }
+  void gather(const void* send, void* recv, std::size_t send_count, DataType dtype, int root) {
+    igather(send, recv, send_count, dtype, root).wait();
+  }
+  void scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype, int root) {
+    iscatter(send, recv, recv_count, dtype, root).wait();
+  }
+  void all_to_all(const void* send, void* recv, std::size_t count, DataType dtype) {
+    iall_to_all(send, recv, count, dtype).wait();
+  }
+  void all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
+                    std::span<const std::size_t> send_displs, void* recv,
+                    std::span<const std::size_t> recv_counts,
+                    std::span<const std::size_t> recv_displs, DataType dtype) {
+    iall_to_all_v(send, send_counts, send_displs, recv, recv_counts, recv_displs, dtype).wait();
+  }
+  void send(const void* buf, std::size_t count, DataType dtype, int peer) {
+    isend(buf, count, dtype, peer).wait();
+  }
+  void recv(void* buf, std::size_t count, DataType dtype, int peer) {
+    irecv(buf, count, dtype, peer).wait();
+  }
+  void barrier() { ibarrier().wait(); }
+
+  /// Name of the algorithm the last collective issued on this rank ran ("" if none).
+  std::string last_algorithm() const;
+
+ private:
+  explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::CommState> state_;
+};
+
+}  // namespace chorus

@@ -1,0 +1,66 @@
+// Small TCP helpers shared by the store and the tcp transport. Every call that
+// can block takes a deadline and throws chorus::Error (Timeout, SystemError,
+// RemoteError when the peer closed) instead of blocking forever.
+#pragma once
+
+#include "core/deadline.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace chorus::net {
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+/// Parses "host:port" (host may be a name, IPv4, or "[v6]"). Throws InvalidArgument.
+HostPort parse_host_port(const std::string& text);
+
+/// Owns a file descriptor; closes it on destruction.
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& other) noexcept : fd_(other.release()) {}
+  Socket& operator=(Socket&& other) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  ~Socket();
+
+  int fd() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void close();
+
+ private:
+  int fd_ = -1;
+};
+
+/// Listens on host:port (port 0 picks one; host "" or "0.0.0.0" for every interface).
+Socket listen_tcp(const std::string& host, std::uint16_t port, int backlog = 128);
+/// Port a listening socket is bound to.
+std::uint16_t local_port(const Socket& socket);
+/// Accepts one connection, or returns an invalid Socket when the deadline passes first.
+Socket accept_until(const Socket& listener, Deadline deadline);
+/// Connects, retrying refused connections until the deadline (the listener may start later).
+Socket connect_tcp(const HostPort& address, Deadline deadline);
+
+/// Reads/writes exactly `bytes` bytes; the socket may be blocking or not.
+void read_full(int fd, void* data, std::size_t bytes, Deadline deadline);
+void write_full(int fd, const void* data, std::size_t bytes, Deadline deadline);
+
+void set_nonblocking(int fd, bool on);
+void set_nodelay(int fd);
+
+/// Address of this host that peers can reach: CHORUS_SOCKET_IFNAME if set (an
+/// address), else the address the socket connected to the store goes out from.
+std::string local_address_of(const Socket& connected);
+
+}  // namespace chorus::net

@@ -1,0 +1,26 @@
+// CHORUS_* environment knobs (the README has the table).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace chorus {
+
+enum class LogLevel : int { Error = 0, Warn = 1, Info = 2, Trace = 3 };
+
+struct Config {
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< CHORUS_TIMEOUT (seconds, may be fractional)
+  std::string transport = "auto";  ///< CHORUS_TRANSPORT: auto | tcp | shm
+  std::string algo;                ///< CHORUS_ALGO: "" or "ring" or "allreduce=ring,broadcast=binomial"
+  LogLevel log_level = LogLevel::Warn;  ///< CHORUS_DEBUG: ERROR | WARN | INFO | TRACE
+  std::string auth_token;          ///< CHORUS_AUTH_TOKEN
+  std::string socket_ifname;       ///< CHORUS_SOCKET_IFNAME: address to advertise for data connections
+};
+
+/// Reads the CHORUS_* variables now. Malformed values throw Error(InvalidArgument).
+Config read_config();
+
+/// Value of an environment variable, or `fallback` when unset or empty.
+std::string env_or(const char* name, const std::string& fallback);
+
+}  // namespace chorus

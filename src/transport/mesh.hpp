@@ -1,0 +1,31 @@
+// Builds a communicator's Transport: one link per peer, shared memory for peers
+// on the same host and TCP for the rest (or TCP everywhere, as asked).
+#pragma once
+
+#include "bootstrap/store.hpp"
+#include "transport/transport.hpp"
+
+#include <memory>
+#include <string>
+
+namespace chorus::transport {
+
+enum class Kind { Auto, Tcp, Shm };
+
+/// Parses "auto", "tcp", "shm" (CHORUS_TRANSPORT); throws InvalidArgument.
+Kind parse_kind(const std::string& text);
+
+struct MeshOptions {
+  Kind kind = Kind::Auto;  ///< Shm: every pair must share a host, else InvalidUsage
+  std::string secret;      ///< proves membership on every data connection
+  std::string advertise_host;  ///< address peers connect to; "" = detect
+  Deadline deadline;       ///< for the whole rendezvous
+};
+
+/// Collective over the ranks of one communicator: every rank calls it with the
+/// same `store` namespace (keys are private to this communicator), its own rank
+/// and the same size. Exchanges host identity, pid and addresses through the
+/// store, connects every pair, and returns when all links are up.
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options);
+
+}  // namespace chorus::transport

@@ -1,0 +1,61 @@
+// The one interface algorithms move bytes through.
+//
+// A Transport is one rank's set of connections to every other rank of a
+// communicator. Messages between a pair of ranks arrive in the order they were
+// posted (per direction). Every message carries the Fingerprint of the call that
+// sent it; a receive whose fingerprint or byte count disagrees fails with
+// Status::Mismatch and a sentence naming both calls.
+//
+// Progress: wait() drives every connection, not only the requests it waits
+// for, and buffers messages that arrive before their receive is posted, so two
+// ranks that both send first never deadlock.
+//
+// Threads: one thread at a time posts and waits (the communicator serialises
+// its operations); abort() may be called from any thread and wakes a blocked wait().
+#pragma once
+
+#include "core/collective.hpp"
+#include "core/deadline.hpp"
+#include "core/topology.hpp"
+
+#include <chorus/types.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace chorus::transport {
+
+using RequestId = std::uint64_t;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const Topology& topology() const = 0;
+
+  /// Starts sending `bytes` bytes (0 allowed) to `peer` (!= rank()). `data`
+  /// must stay valid and unchanged until a wait() covering the id returns.
+  virtual RequestId post_send(int peer, const void* data, std::size_t bytes,
+                              const Fingerprint& fingerprint) = 0;
+  /// Starts receiving the next message from `peer` into `data`, which must
+  /// hold exactly `bytes` bytes (a message of another size is a Mismatch).
+  virtual RequestId post_recv(int peer, void* data, std::size_t bytes,
+                              const Fingerprint& fingerprint) = 0;
+
+  /// Returns when every listed request has completed. Throws chorus::Error:
+  /// Timeout (naming the peers still awaited), RemoteError (a peer died or
+  /// aborted, naming it), Mismatch, or the status given to abort(). After a
+  /// throw the transport is broken: every later call throws the same error.
+  virtual void wait(std::span<const RequestId> ids, Deadline deadline) = 0;
+
+  /// Fails every pending and later operation with (status, reason), tells the
+  /// peers best-effort so that their pending calls fail fast too. Thread-safe,
+  /// idempotent (the first reason wins).
+  virtual void abort(Status status, const std::string& reason) = 0;
+};
+
+}  // namespace chorus::transport
