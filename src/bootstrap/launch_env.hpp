@@ -20,12 +20,25 @@ struct LaunchInfo {
 
 using GetEnv = std::function<const char*(const char*)>;
 
-/// Throws Error(InvalidArgument) naming what is missing or malformed.
+/// The first launcher whose rank variable is set wins (torchrun also when only
+/// WORLD_SIZE is set); unset and empty variables are the same.
+/// - LOCAL_RANK (or the launcher's equivalent) defaults to 0.
+/// - MASTER_ADDR and MASTER_PORT are read under every launcher. Without
+///   MASTER_ADDR the store is at 127.0.0.1 when every rank is on this host
+///   (WORLD_SIZE == 1, LOCAL_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_SIZE /
+///   MPI_LOCALNRANKS equal to the size, SLURM_NNODES == 1, or PMI without any
+///   hint); otherwise it is an error asking to set MASTER_ADDR.
+/// - MASTER_PORT defaults to 29500 (torchrun's default).
+/// Throws Error(InvalidArgument) naming the variable that is missing or
+/// malformed: integers must parse fully, 0 <= rank < size, 0 <= local rank < size,
+/// 1 <= port <= 65535; and when no launcher variables are found at all.
 LaunchInfo read_launch_env(const GetEnv& getenv_fn);
+/// Same, reading the process environment.
 LaunchInfo read_launch_env();
 
-/// A string identifying this host (hostname plus boot id), equal for every
-/// process on the same machine.
+/// A string identifying this host: hostname + "/" + the kernel's boot id
+/// (hostname alone when the boot id is unreadable). Equal for every process on
+/// the same machine (and container), different across machines and reboots.
 std::string host_identity();
 
 }  // namespace chorus

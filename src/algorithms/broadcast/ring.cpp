@@ -1,0 +1,49 @@
+// Pipelined chain broadcast from any root.
+//
+// The ranks form the chain root -> root+1 -> ... (patterns::chain_links) and
+// the buffer is cut into chunks (patterns::pipeline_chunk_elements). Each rank
+// receives chunk c from its predecessor and forwards it to its successor while
+// chunk c+1 is already on its way, so all links carry data at once: with k
+// chunks the last rank has everything after n - 1 + k - 1 chunk-steps, close
+// to one buffer's time for large buffers (k >> n). The choice for large
+// broadcasts; the binomial tree wins for small ones.
+//
+// Off the root `send` is unused (may be NULL); out of place the root also
+// fills its own `recv`.
+#include "algorithms/patterns/ring.hpp"
+
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+#include "algorithms/patterns/blocks.hpp"
+
+#include <algorithm>
+
+namespace chorus::algorithms {
+
+void broadcast_ring(transport::Transport& transport, const CollectiveArgs& args) {
+  if (finish_trivial_call(transport, args)) return;
+  const auto links = patterns::chain_links(transport.rank(), args.root, transport.size());
+  const std::size_t chunk = patterns::pipeline_chunk_elements(args.count, dtype_size(args.dtype));
+  const std::size_t chunks = (args.count + chunk - 1) / chunk;
+  auto chunk_at = [&](std::size_t c) { return element_at(args.recv, c * chunk, args.dtype); };
+  auto chunk_bytes = [&](std::size_t c) {
+    return bytes_of(std::min(chunk, args.count - c * chunk), args.dtype);
+  };
+  if (links.prev < 0) copy_elements(args.recv, args.send, args.count, args.dtype);
+  RequestSet requests(transport, args);
+  // One receive is posted ahead of the one awaited, so a chunk that arrives
+  // early lands in place.
+  transport::RequestId pending = 0;
+  if (links.prev >= 0) pending = requests.recv(links.prev, chunk_at(0), chunk_bytes(0));
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (links.prev >= 0) {
+      transport::RequestId current = pending;
+      if (c + 1 < chunks) pending = requests.recv(links.prev, chunk_at(c + 1), chunk_bytes(c + 1));
+      requests.wait_for(current);
+    }
+    if (links.next >= 0) requests.send(links.next, chunk_at(c), chunk_bytes(c));
+  }
+  requests.wait();
+}
+
+}  // namespace chorus::algorithms

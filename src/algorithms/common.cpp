@@ -1,0 +1,89 @@
+// Helpers shared by the algorithms.
+#include "algorithms/common.hpp"
+
+#include <chorus/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string>
+
+namespace chorus::algorithms {
+
+void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype) {
+  if (count == 0 || dst == src) return;
+  std::memcpy(dst, src, bytes_of(count, dtype));
+}
+
+Scratch::Scratch(std::size_t count, DataType dtype)
+    : data_(std::make_unique_for_overwrite<std::byte[]>(bytes_of(count, dtype))), dtype_(dtype) {}
+
+RequestSet::~RequestSet() {
+  if (ids_.empty()) return;
+  try {
+    transport_.abort(Status::InternalError,
+                     std::string(to_string(args_.collective)) +
+                         " stopped with requests in flight; the connections are closed");
+  } catch (...) {
+    // abort() is best effort; a destructor must not throw.
+  }
+}
+
+transport::RequestId RequestSet::send(int peer, const void* data, std::size_t bytes) {
+  ids_.push_back(transport_.post_send(peer, data, bytes, args_.fingerprint));
+  return ids_.back();
+}
+
+transport::RequestId RequestSet::recv(int peer, void* data, std::size_t bytes) {
+  ids_.push_back(transport_.post_recv(peer, data, bytes, args_.fingerprint));
+  return ids_.back();
+}
+
+void RequestSet::wait_for(transport::RequestId id) {
+  transport_.wait(std::span(&id, 1), args_.deadline);
+  ids_.erase(std::find(ids_.begin(), ids_.end(), id));
+}
+
+void RequestSet::wait() {
+  if (ids_.empty()) return;
+  transport_.wait(ids_, args_.deadline);
+  ids_.clear();
+}
+
+void RequestSet::exchange(int send_to, const void* send_data, std::size_t send_bytes, int recv_from,
+                          void* recv_data, std::size_t recv_bytes) {
+  recv(recv_from, recv_data, recv_bytes);
+  send(send_to, send_data, send_bytes);
+  wait();
+}
+
+void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void* source) {
+  auto r = static_cast<std::size_t>(rank);
+  std::size_t sent = args.send_counts[r];
+  std::size_t expected = args.recv_counts[r];
+  if (sent != expected) {
+    throw Error(Status::InvalidArgument,
+                "alltoallv: rank " + std::to_string(rank) + " sends " + std::to_string(sent) +
+                    " elements to itself but expects " + std::to_string(expected));
+  }
+  copy_elements(element_at(args.recv, args.recv_displs[r], args.dtype),
+                element_at(source, args.send_displs[r], args.dtype), sent, args.dtype);
+}
+
+bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& args) {
+  bool single = transport.size() == 1;
+  switch (args.collective) {
+    case Collective::Barrier:
+      return single;
+    case Collective::AllToAllV:
+      if (single) copy_alltoallv_self_block(args, 0, args.send);
+      return single;
+    default:
+      break;
+  }
+  if (args.count == 0) return true;
+  if (single) copy_elements(args.recv, args.send, args.count, args.dtype);
+  return single;
+}
+
+}  // namespace chorus::algorithms

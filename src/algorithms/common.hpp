@@ -1,0 +1,80 @@
+// Helpers shared by the algorithms: element/byte arithmetic, scratch buffers,
+// a set of in-flight requests, and the cases every algorithm handles alike.
+#pragma once
+
+#include "algorithms/algorithm.hpp"
+
+#include <chorus/types.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace chorus::algorithms {
+
+inline std::size_t bytes_of(std::size_t count, DataType dtype) { return count * dtype_size(dtype); }
+
+/// Address of element `index` of a buffer of `dtype`.
+inline std::byte* element_at(void* base, std::size_t index, DataType dtype) {
+  return static_cast<std::byte*>(base) + bytes_of(index, dtype);
+}
+inline const std::byte* element_at(const void* base, std::size_t index, DataType dtype) {
+  return static_cast<const std::byte*>(base) + bytes_of(index, dtype);
+}
+
+/// Copies `count` elements; nothing when the buffers coincide (in place) or count is 0.
+void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype);
+
+/// An uninitialised byte buffer owned by one algorithm call. Its start is
+/// aligned for every dtype.
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(std::size_t count, DataType dtype);
+  std::byte* data() { return data_.get(); }
+  std::byte* at(std::size_t index) { return element_at(data_.get(), index, dtype_); }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  DataType dtype_ = DataType::Uint8;
+};
+
+/// Requests posted by one call, all stamped with the call's fingerprint and
+/// awaited with its deadline. Destroying a set that still holds requests (an
+/// exception unwound past it) aborts the transport, because the transport may
+/// still write into buffers that are about to be freed.
+class RequestSet {
+ public:
+  RequestSet(transport::Transport& transport, const CollectiveArgs& args)
+      : transport_(transport), args_(args) {}
+  RequestSet(const RequestSet&) = delete;
+  RequestSet& operator=(const RequestSet&) = delete;
+  ~RequestSet();
+
+  transport::RequestId send(int peer, const void* data, std::size_t bytes);
+  transport::RequestId recv(int peer, void* data, std::size_t bytes);
+  /// Waits for every request of the set.
+  void wait();
+  /// Waits for one request of the set (the others stay in flight).
+  void wait_for(transport::RequestId id);
+  /// Posts one send and one receive and waits for both.
+  void exchange(int send_to, const void* send_data, std::size_t send_bytes, int recv_from,
+                void* recv_data, std::size_t recv_bytes);
+
+ private:
+  transport::Transport& transport_;
+  const CollectiveArgs& args_;
+  std::vector<transport::RequestId> ids_;
+};
+
+/// All-to-all-v: copies the block this rank sends itself from `source` (laid out
+/// by send_counts/send_displs) into recv. Throws InvalidArgument when the send
+/// and receive counts for itself differ.
+void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void* source);
+
+/// Completes the calls that need no algorithm: a count of 0 (nothing is sent;
+/// barrier and all-to-all-v do not count as empty) and a single rank (copies
+/// send to recv where the collective moves data). True when the call is done.
+bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& args);
+
+}  // namespace chorus::algorithms

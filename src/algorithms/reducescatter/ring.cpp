@@ -1,0 +1,58 @@
+// Ring reduce-scatter.
+//
+// Cut the input into n blocks, one per rank. In n - 1 steps every rank passes
+// one partially reduced block to its successor and folds the block arriving
+// from its predecessor into its own contribution to that block
+// (patterns::reduce_scatter_step derives the block indices). Block b starts at
+// rank b + 1 and travels once around the ring, gaining one contribution per
+// hop, so it reaches rank b after n - 1 hops with all n contributions. Each rank
+// sends and receives (n - 1)/n of the data: bandwidth-optimal, latency n - 1.
+//
+// Partial sums live in two block-sized scratch buffers (the one being sent and
+// the one being received), so the input is never written; only the final
+// block goes to `out`, which in place is the rank's own input block (read for
+// the last time in that same reduction).
+#include "algorithms/patterns/ring.hpp"
+
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+#include "algorithms/patterns/blocks.hpp"
+#include "core/reduce.hpp"
+
+#include <utility>
+
+namespace chorus::algorithms {
+
+using patterns::block_of;
+
+void ring_reduce_scatter_pass(transport::Transport& transport, const CollectiveArgs& args,
+                              const void* contribution, std::size_t total, void* out) {
+  const int n = transport.size();
+  const int rank = transport.rank();
+  const DataType dtype = args.dtype;
+  const std::size_t largest = block_of(total, n, 0).count;
+  Scratch outgoing(largest, dtype), incoming(largest, dtype);
+  RequestSet requests(transport, args);
+  for (int step = 0; step < n - 1; ++step) {
+    auto blocks = patterns::reduce_scatter_step(rank, n, step);
+    auto sent = block_of(total, n, blocks.send_block);
+    auto received = block_of(total, n, blocks.recv_block);
+    const void* partial =
+        step == 0 ? element_at(contribution, sent.offset, dtype) : outgoing.data();
+    requests.exchange(patterns::ring_next(rank, n), partial, bytes_of(sent.count, dtype),
+                      patterns::ring_prev(rank, n), incoming.data(),
+                      bytes_of(received.count, dtype));
+    const void* mine = element_at(contribution, received.offset, dtype);
+    void* result = step == n - 2 ? out : incoming.data();
+    reduce_into(result, incoming.data(), mine, received.count, dtype, args.op);
+    std::swap(outgoing, incoming);
+  }
+}
+
+void reduce_scatter_ring(transport::Transport& transport, const CollectiveArgs& args) {
+  if (finish_trivial_call(transport, args)) return;
+  const auto n = static_cast<std::size_t>(transport.size());
+  ring_reduce_scatter_pass(transport, args, args.send, n * args.count, args.recv);
+}
+
+}  // namespace chorus::algorithms

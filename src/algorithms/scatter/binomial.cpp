@@ -1,0 +1,63 @@
+// Binomial-tree scatter from any root: gather run backwards.
+//
+// The root first lays its n blocks out in relative order (relative w is rank
+// (w + root) mod n), so that every subtree of the tree rooted at `root` is a
+// contiguous range starting at its top rank (patterns/binomial_tree.hpp). A
+// rank receives its whole subtree's range from its parent in one message,
+// keeps the first block and forwards to each child the range of the child's
+// subtree, at offset (child - rank). ceil(log2 n) steps instead of n - 1
+// messages at the root.
+//
+// Off the root `send` is unused (may be NULL); leaves receive straight into `recv`.
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+#include "algorithms/patterns/binomial_tree.hpp"
+
+namespace chorus::algorithms {
+namespace {
+
+// Copies the root's blocks from rank order into relative order (relative 0 = root).
+void rotate_to_relative_order(const CollectiveArgs& args, int n, void* relative_order) {
+  auto count = args.count;
+  auto root = static_cast<std::size_t>(args.root);
+  auto tail = static_cast<std::size_t>(n) - root;
+  copy_elements(relative_order, element_at(args.send, root * count, args.dtype), tail * count,
+                args.dtype);
+  copy_elements(element_at(relative_order, tail * count, args.dtype), args.send, root * count,
+                args.dtype);
+}
+
+}  // namespace
+
+void scatter_binomial(transport::Transport& transport, const CollectiveArgs& args) {
+  if (finish_trivial_call(transport, args)) return;
+  const int n = transport.size();
+  const int rank = transport.rank();
+  const int parent = patterns::binomial_parent(rank, args.root, n);
+  const auto children = patterns::binomial_children(rank, args.root, n);
+  RequestSet requests(transport, args);
+  if (children.empty()) {
+    requests.recv(parent, args.recv, bytes_of(args.count, args.dtype));
+    requests.wait();
+    return;
+  }
+  const int me = patterns::relative_rank(rank, args.root, n);
+  const auto subtree =
+      static_cast<std::size_t>(patterns::binomial_subtree_size(rank, args.root, n));
+  Scratch staged(subtree * args.count, args.dtype);
+  if (parent < 0) {
+    rotate_to_relative_order(args, n, staged.data());
+  } else {
+    requests.recv(parent, staged.data(), bytes_of(subtree * args.count, args.dtype));
+    requests.wait();
+  }
+  for (auto child = children.rbegin(); child != children.rend(); ++child) {
+    auto offset = static_cast<std::size_t>(patterns::relative_rank(*child, args.root, n) - me);
+    auto size = static_cast<std::size_t>(patterns::binomial_subtree_size(*child, args.root, n));
+    requests.send(*child, staged.at(offset * args.count), bytes_of(size * args.count, args.dtype));
+  }
+  copy_elements(args.recv, staged.data(), args.count, args.dtype);
+  requests.wait();
+}
+
+}  // namespace chorus::algorithms

@@ -1,0 +1,148 @@
+// Reading the launcher's variables (see launch_env.hpp for the order).
+#include "bootstrap/launch_env.hpp"
+
+#include <chorus/error.hpp>
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+
+namespace chorus {
+namespace {
+
+constexpr int kDefaultMasterPort = 29500;
+
+/// A launcher's variable names; "" where it has none.
+struct Launcher {
+  const char* source;
+  const char* rank;
+  const char* size;
+  const char* local_rank;
+  const char* local_size;  ///< ranks on this node: equal to size means every rank is local
+  const char* node_count;  ///< nodes in the job: 1 means every rank is local
+  bool assume_local;       ///< no hint at all: treat as one node
+};
+
+constexpr Launcher kTorchrun{"torchrun",         "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                             "LOCAL_WORLD_SIZE", "",     false};
+constexpr Launcher kFallbacks[] = {
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "", "SLURM_NNODES", false},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE", "", false},
+    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "", true},
+};
+
+class Variables {
+ public:
+  explicit Variables(const GetEnv& getenv_fn) : getenv_(getenv_fn) {}
+
+  /// The value, or nullopt when unset or empty.
+  std::optional<std::string> text(const char* name) const {
+    if (!*name) return std::nullopt;
+    const char* value = getenv_(name);
+    if (!value || !*value) return std::nullopt;
+    return std::string(value);
+  }
+
+  std::optional<long long> integer(const char* name) const {
+    auto value = text(name);
+    if (!value) return std::nullopt;
+    long long parsed = 0;
+    auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), parsed);
+    if (ec != std::errc() || end != value->data() + value->size()) {
+      throw Error(Status::InvalidArgument,
+                  std::string(name) + " must be an integer, got '" + *value + "'");
+    }
+    return parsed;
+  }
+
+  long long required(const char* name, const char* source) const {
+    auto value = integer(name);
+    if (!value) {
+      throw Error(Status::InvalidArgument,
+                  std::string(name) + " is not set (the other " + source + " variables are)");
+    }
+    return *value;
+  }
+
+ private:
+  const GetEnv& getenv_;
+};
+
+/// True when the launcher's hints say every rank runs on this node.
+bool all_ranks_local(const Variables& env, const Launcher& launcher, long long size) {
+  if (size == 1) return true;
+  if (auto local_size = env.integer(launcher.local_size)) return *local_size == size;
+  if (auto nodes = env.integer(launcher.node_count)) return *nodes == 1;
+  return launcher.assume_local;
+}
+
+LaunchInfo read_with(const Variables& env, const Launcher& launcher) {
+  long long rank = env.required(launcher.rank, launcher.source);
+  long long size = env.required(launcher.size, launcher.source);
+  long long local_rank = env.integer(launcher.local_rank).value_or(0);
+  require_argument(
+      size >= 1 && size <= 1'000'000,
+      std::string(launcher.size) + " must be between 1 and 1000000, got " + std::to_string(size));
+  require_argument(rank >= 0 && rank < size, std::string(launcher.rank) + "=" +
+                                                 std::to_string(rank) + " must be in [0, " +
+                                                 launcher.size + "=" + std::to_string(size) + ")");
+  require_argument(local_rank >= 0 && local_rank < size,
+                   std::string(launcher.local_rank) + "=" + std::to_string(local_rank) +
+                       " must be in [0, " + std::to_string(size) + ")");
+  LaunchInfo info;
+  info.rank = static_cast<int>(rank);
+  info.world_size = static_cast<int>(size);
+  info.local_rank = static_cast<int>(local_rank);
+  info.source = launcher.source;
+  if (auto addr = env.text("MASTER_ADDR")) {
+    info.master_addr = *addr;
+  } else if (all_ranks_local(env, launcher, size)) {
+    info.master_addr = "127.0.0.1";
+  } else {
+    throw Error(Status::InvalidArgument,
+                std::string("MASTER_ADDR is not set and the ranks of this ") + launcher.source +
+                    " job span several hosts: set MASTER_ADDR to the host of rank 0");
+  }
+  long long port = env.integer("MASTER_PORT").value_or(kDefaultMasterPort);
+  require_argument(port >= 1 && port <= 65535,
+                   "MASTER_PORT must be between 1 and 65535, got " + std::to_string(port));
+  info.master_port = static_cast<int>(port);
+  return info;
+}
+
+}  // namespace
+
+LaunchInfo read_launch_env(const GetEnv& getenv_fn) {
+  Variables env(getenv_fn);
+  if (env.text(kTorchrun.rank) || env.text(kTorchrun.size)) return read_with(env, kTorchrun);
+  for (const Launcher& launcher : kFallbacks) {
+    if (env.text(launcher.rank)) return read_with(env, launcher);
+  }
+  throw Error(Status::InvalidArgument,
+              "no launcher variables found: set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, "
+              "or start the job with chorusrun, torchrun, srun or mpirun");
+}
+
+LaunchInfo read_launch_env() {
+  return read_launch_env([](const char* name) -> const char* { return std::getenv(name); });
+}
+
+std::string host_identity() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) name[0] = '\0';
+  std::string identity = name;
+  std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (boot_id && std::getline(boot_id, id)) {
+    auto first = id.find_first_not_of(" \t\r\n");
+    auto last = id.find_last_not_of(" \t\r\n");
+    if (first != std::string::npos) identity += "/" + id.substr(first, last - first + 1);
+  }
+  return identity;
+}
+
+}  // namespace chorus

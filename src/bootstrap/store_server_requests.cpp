@@ -1,0 +1,124 @@
+// The store server's handling of complete units from a client: the handshake
+// response, then requests (frames in store_protocol.hpp, meanings in store_table).
+#include "bootstrap/store_server_impl.hpp"
+
+#include <chorus/error.hpp>
+
+#include <sys/socket.h>
+
+namespace chorus {
+
+using store_wire::Op;
+
+namespace store_server_detail {
+
+std::size_t bytes_needed(const Connection& c) {
+  if (c.handshake) return auth::ServerHandshake::kResponseBytes;
+  if (c.in.size() < store_wire::kHeaderBytes) return store_wire::kHeaderBytes;
+  auto header = store_wire::decode_header(reinterpret_cast<const std::uint8_t*>(c.in.data()));
+  if (!store_wire::is_valid_op(header.code) ||
+      header.body_bytes > store_wire::max_body_bytes(static_cast<Op>(header.code))) {
+    return store_wire::kHeaderBytes;
+  }
+  return store_wire::kHeaderBytes + header.body_bytes;
+}
+
+}  // namespace store_server_detail
+
+using store_server_detail::bytes_needed;
+
+void StoreServer::Impl::handle_buffered_units() {
+  // A Set may unpark another client whose next request is already buffered
+  // (it sends no new bytes, so poll() would not wake us): repeat until a pass
+  // makes no progress. Every pass that continues consumed at least one unit.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (auto& c : connections) {
+      while (handle_next_unit(*c)) progress = true;
+    }
+  }
+}
+
+/// Handles one complete unit from `c.in` if there is one and `c` may proceed.
+bool StoreServer::Impl::handle_next_unit(Connection& c) {
+  if (c.blocked() || c.in.size() < bytes_needed(c)) return false;
+  if (c.handshake) {
+    authenticate(c);
+  } else {
+    handle_request(c);
+  }
+  return true;
+}
+
+void StoreServer::Impl::authenticate(Connection& c) {
+  try {
+    auth::ServerHandshake::Verdict verdict =
+        c.handshake->verify(reinterpret_cast<const std::uint8_t*>(c.in.data()));
+    c.in.erase(0, auth::ServerHandshake::kResponseBytes);
+    c.handshake.reset();
+    reply(c, std::string(verdict.begin(), verdict.end()));
+    if (log_enabled(LogLevel::Trace))
+      log(LogLevel::Trace, "store server: client " + c.peer + " authenticated");
+  } catch (const Error& e) {
+    auto reject = auth::ServerHandshake::reject_frame();
+    ssize_t ignored =
+        ::send(c.socket.fd(), reject.data(), reject.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)ignored;
+    drop(c, LogLevel::Warn, e.what());
+  }
+}
+
+void StoreServer::Impl::handle_request(Connection& c) {
+  auto header = store_wire::decode_header(reinterpret_cast<const std::uint8_t*>(c.in.data()));
+  if (!store_wire::is_valid_op(header.code)) {
+    return drop(c, LogLevel::Warn, "sent an unknown operation code " + std::to_string(header.code));
+  }
+  auto op = static_cast<Op>(header.code);
+  if (header.body_bytes > store_wire::max_body_bytes(op)) {
+    return drop(c, LogLevel::Warn,
+                "sent a request of " + std::to_string(header.body_bytes) +
+                    " bytes, over the limit of " + std::to_string(store_wire::max_body_bytes(op)));
+  }
+  store_wire::Request request;
+  try {
+    request = store_wire::parse_request(
+        op, std::string_view(c.in).substr(store_wire::kHeaderBytes, header.body_bytes));
+  } catch (const Error& e) {
+    return drop(c, LogLevel::Warn, e.what());
+  }
+  c.in.erase(0, store_wire::kHeaderBytes + header.body_bytes);
+  std::optional<std::string> answer = table.execute(request);
+  if (!answer) {
+    c.parked_deadline = deadline_after(std::chrono::milliseconds(request.timeout_ms));
+    c.parked = std::move(request);
+    return;
+  }
+  reply(c, std::move(*answer));
+  if (table.changed()) wake_parked();
+}
+
+void StoreServer::Impl::wake_parked() {
+  for (auto& c : connections) {
+    if (!c->parked || c->dead) continue;
+    if (auto answer = table.answer_if_ready(*c->parked)) {
+      c->parked.reset();
+      reply(*c, std::move(*answer));
+    }
+  }
+}
+
+void StoreServer::Impl::expire_timers() {
+  Deadline now = Clock::now();
+  for (auto& c : connections) {
+    if (c->dead) continue;
+    if (c->handshake && now >= c->handshake_deadline) {
+      drop(*c, LogLevel::Warn, "did not authenticate within 5 s");
+    } else if (c->parked && now >= c->parked_deadline) {
+      std::string answer = table.timeout_reply(*c->parked);
+      c->parked.reset();
+      reply(*c, std::move(answer));
+    }
+  }
+}
+
+}  // namespace chorus

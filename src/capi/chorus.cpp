@@ -1,0 +1,158 @@
+// The C ABI (include/chorus/chorus.h): error strings, communicator lifecycle and
+// requests. Collectives are in collectives.cpp; the exception-to-code boundary
+// and the handle lifetimes are described in handles.hpp.
+//
+// chorusCommAbort does not free the handle: it fails every pending and later
+// operation (chorusInvalidUsage here, chorusRemoteError on peers that notice),
+// and chorusCommDestroy must still be called. An abort may come from another
+// thread while this one is blocked in a call on the same communicator, which
+// would be a use-after-free if abort released it.
+#include <memory>
+#include <string>
+
+#include "capi/handles.hpp"
+
+namespace {
+
+using chorus::Communicator;
+using chorus::require_argument;
+using chorus::capi::guarded;
+using chorus::capi::with_comm;
+
+// The C enums mirror the C++ ones value for value (types.hpp relies on it).
+static_assert(static_cast<int>(chorusInProgress) == static_cast<int>(chorus::Status::InProgress));
+static_assert(static_cast<int>(chorusFloat64) == static_cast<int>(chorus::DataType::Float64));
+static_assert(static_cast<int>(chorusAvg) == static_cast<int>(chorus::ReduceOp::Avg));
+
+/// Wraps a joined communicator in a new handle at *out. The handle is
+/// allocated first, so a joined communicator is never dropped for lack of memory.
+template <typename Join>
+void adopt(chorusComm_t* out, Join&& join) {
+  auto handle = std::make_unique<chorusComm>();
+  handle->communicator = join();
+  if (handle->communicator) *out = handle.release();
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* chorusGetErrorString(chorusResult_t result) {
+  switch (chorus::capi::raw_value(result)) {
+    case chorusSuccess:
+      return "no error";
+    case chorusInvalidArgument:
+      return "invalid argument";
+    case chorusInvalidUsage:
+      return "invalid usage";
+    case chorusSystemError:
+      return "system error";
+    case chorusRemoteError:
+      return "remote error: a peer failed or went away";
+    case chorusTimeout:
+      return "timeout";
+    case chorusMismatch:
+      return "mismatch: ranks called different collectives";
+    case chorusInternalError:
+      return "internal error";
+    case chorusInProgress:
+      return "operation in progress";
+  }
+  return "unknown result code";
+}
+
+/// For a communicator, the sentence is copied into a thread-local buffer: the
+/// pointer stays valid until this thread's next chorusGetLastError(comm) call,
+/// whatever other threads do to the communicator meanwhile.
+const char* chorusGetLastError(chorusComm_t comm) {
+  if (comm == nullptr) return chorus::capi::thread_last_error();
+  thread_local std::string copy;
+  try {
+    copy = comm->errors->get();
+  } catch (...) {
+    copy.clear();  // out of memory: report no sentence rather than a stale one
+  }
+  return copy.c_str();
+}
+
+chorusResult_t chorusCommInitFromEnv(chorusComm_t* comm) {
+  if (comm != nullptr) *comm = nullptr;
+  return guarded(nullptr, __func__, [&] {
+    require_argument(comm != nullptr, "the communicator out-pointer is NULL");
+    adopt(comm, [] { return Communicator::init_from_env(); });
+  });
+}
+
+chorusResult_t chorusCommInit(chorusComm_t* comm, int nranks, int rank,
+                              const char* store_host_port) {
+  if (comm != nullptr) *comm = nullptr;
+  return guarded(nullptr, __func__, [&] {
+    require_argument(comm != nullptr, "the communicator out-pointer is NULL");
+    require_argument(store_host_port != nullptr, "the store address is NULL");
+    chorus::InitOptions options;
+    options.nranks = nranks;
+    options.rank = rank;
+    options.store_address = store_host_port;
+    adopt(comm, [&] { return Communicator::init(options); });
+  });
+}
+
+chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key, chorusComm_t* out) {
+  if (out != nullptr) *out = nullptr;
+  return with_comm(comm, __func__, [&](Communicator& parent) {
+    require_argument(out != nullptr, "the communicator out-pointer is NULL");
+    adopt(out, [&] { return parent.split(color, key); });
+  });
+}
+
+chorusResult_t chorusCommDestroy(chorusComm_t comm) {
+  return guarded(nullptr, __func__, [&] {
+    require_argument(comm != nullptr, "the communicator is NULL");
+    std::unique_ptr<chorusComm> owned(comm);
+  });
+}
+
+chorusResult_t chorusCommAbort(chorusComm_t comm) {
+  return with_comm(comm, __func__, [](Communicator& communicator) { communicator.abort(); });
+}
+
+chorusResult_t chorusCommRank(chorusComm_t comm, int* rank) {
+  return with_comm(comm, __func__, [&](Communicator& communicator) {
+    require_argument(rank != nullptr, "the rank out-pointer is NULL");
+    *rank = communicator.rank();
+  });
+}
+
+chorusResult_t chorusCommSize(chorusComm_t comm, int* size) {
+  return with_comm(comm, __func__, [&](Communicator& communicator) {
+    require_argument(size != nullptr, "the size out-pointer is NULL");
+    *size = communicator.size();
+  });
+}
+
+chorusResult_t chorusWait(chorusRequest_t request) {
+  std::unique_ptr<chorusRequest> owned(request);  // released whatever the outcome
+  return guarded(owned ? owned->errors.get() : nullptr, __func__, [&] {
+    require_argument(owned != nullptr, "the request is NULL");
+    owned->request.wait();
+  });
+}
+
+/// An exception from Request::test() is the operation's own failure, so the
+/// request counts as complete and is released like a successful one.
+chorusResult_t chorusTest(chorusRequest_t request, int* done) {
+  if (request == nullptr || done == nullptr) {
+    return guarded(request != nullptr ? request->errors.get() : nullptr, __func__, [&] {
+      require_argument(request != nullptr, "the request is NULL");
+      require_argument(done != nullptr, "the done out-pointer is NULL");
+    });
+  }
+  bool complete = true;
+  chorusResult_t result =
+      guarded(request->errors.get(), __func__, [&] { complete = request->request.test(); });
+  *done = complete ? 1 : 0;
+  if (complete) delete request;  // made by std::make_unique, released into the C handle
+  return result;
+}
+
+}  // extern "C"

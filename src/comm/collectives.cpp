@@ -1,0 +1,176 @@
+// The non-blocking operations: validate, stamp the fingerprint, queue.
+#include "comm/comm_state.hpp"
+#include "comm/run_collective.hpp"
+#include "comm/validate.hpp"
+
+#include <chorus/communicator.hpp>
+
+#include <vector>
+
+namespace chorus {
+namespace {
+
+using algorithms::CollectiveArgs;
+using detail::CommState;
+
+CommState& live(const std::shared_ptr<CommState>& state) {
+  if (!state) throw Error(Status::InvalidUsage, "empty communicator handle");
+  if (state->aborted) {
+    state->record_error("the communicator was aborted by the application");
+    throw Error(Status::InvalidUsage, "the communicator was aborted by the application");
+  }
+  return *state;
+}
+
+bool has_root(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
+         c == Collective::Scatter;
+}
+
+bool has_op(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
+
+Fingerprint fingerprint_of(const CollectiveArgs& a, std::uint64_t seq) {
+  Fingerprint fp;
+  fp.seq = seq;
+  fp.collective = a.collective;
+  fp.count = a.collective == Collective::AllToAllV ? 0 : a.count;
+  fp.root = has_root(a.collective) ? a.root : -1;
+  fp.dtype = a.collective == Collective::Barrier ? 0 : static_cast<std::uint8_t>(a.dtype);
+  fp.op = has_op(a.collective) ? static_cast<std::uint8_t>(a.op) : 0;
+  return fp;
+}
+
+/// Validates and queues a collective. All-to-all-v count arrays are copied, so
+/// the caller may release them as soon as the call returns.
+Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
+  CommState& s = live(state);
+  try {
+    detail::validate_collective(args, s.rank, s.size);
+  } catch (const Error& e) {
+    s.record_error(e.what());
+    throw;
+  }
+  auto counts = std::make_shared<std::vector<std::size_t>>();
+  if (args.collective == Collective::AllToAllV) {
+    for (auto span : {args.send_counts, args.send_displs, args.recv_counts, args.recv_displs}) {
+      counts->insert(counts->end(), span.begin(), span.end());
+    }
+    const std::size_t n = static_cast<std::size_t>(s.size);
+    const std::size_t* base = counts->data();
+    args.send_counts = {base, n};
+    args.send_displs = {base + n, n};
+    args.recv_counts = {base + 2 * n, n};
+    args.recv_displs = {base + 3 * n, n};
+  }
+  std::lock_guard lock(s.issue_mutex);
+  args.fingerprint = fingerprint_of(args, ++s.collective_seq);
+  return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); }));
+}
+
+CollectiveArgs make(Collective c, const void* send, void* recv, std::size_t count, DataType dtype,
+                    ReduceOp op = ReduceOp::Sum, int root = 0) {
+  CollectiveArgs a;
+  a.collective = c;
+  a.send = send;
+  a.recv = recv;
+  a.count = count;
+  a.dtype = dtype;
+  a.op = op;
+  a.root = root;
+  return a;
+}
+
+/// Queues one send or receive; `seq` counts the messages of this ordered pair.
+Request submit_point_to_point(const std::shared_ptr<CommState>& state, Collective kind,
+                              const void* buf, std::size_t count, DataType dtype, int peer) {
+  CommState& s = live(state);
+  try {
+    detail::validate_point_to_point(kind, buf, count, dtype, peer, s.rank, s.size);
+  } catch (const Error& e) {
+    s.record_error(e.what());
+    throw;
+  }
+  std::lock_guard lock(s.issue_mutex);
+  Fingerprint fp;
+  fp.collective = kind;
+  fp.count = count;
+  fp.dtype = static_cast<std::uint8_t>(dtype);
+  fp.seq = kind == Collective::Send ? s.send_seq[peer]++ : s.recv_seq[peer]++;
+  const std::size_t bytes = count * dtype_size(dtype);
+  return Request(s.executor->submit([&s, kind, buf, bytes, peer, fp] {
+    transport::RequestId id =
+        kind == Collective::Send
+            ? s.transport->post_send(peer, buf, bytes, fp)
+            : s.transport->post_recv(peer, const_cast<void*>(buf), bytes, fp);
+    s.transport->wait({&id, 1}, deadline_after(s.config.timeout));
+  }));
+}
+
+}  // namespace
+
+Request Communicator::iall_reduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                                  ReduceOp op) {
+  return submit(state_, make(Collective::AllReduce, send, recv, count, dtype, op));
+}
+
+Request Communicator::ibroadcast(const void* send, void* recv, std::size_t count, DataType dtype,
+                                 int root) {
+  return submit(state_, make(Collective::Broadcast, send, recv, count, dtype, ReduceOp::Sum, root));
+}
+
+Request Communicator::ireduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                              ReduceOp op, int root) {
+  return submit(state_, make(Collective::Reduce, send, recv, count, dtype, op, root));
+}
+
+Request Communicator::iall_gather(const void* send, void* recv, std::size_t send_count,
+                                  DataType dtype) {
+  return submit(state_, make(Collective::AllGather, send, recv, send_count, dtype));
+}
+
+Request Communicator::ireduce_scatter(const void* send, void* recv, std::size_t recv_count,
+                                      DataType dtype, ReduceOp op) {
+  return submit(state_, make(Collective::ReduceScatter, send, recv, recv_count, dtype, op));
+}
+
+Request Communicator::igather(const void* send, void* recv, std::size_t send_count, DataType dtype,
+                              int root) {
+  return submit(state_, make(Collective::Gather, send, recv, send_count, dtype, ReduceOp::Sum, root));
+}
+
+Request Communicator::iscatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
+                               int root) {
+  return submit(state_, make(Collective::Scatter, send, recv, recv_count, dtype, ReduceOp::Sum, root));
+}
+
+Request Communicator::iall_to_all(const void* send, void* recv, std::size_t count, DataType dtype) {
+  return submit(state_, make(Collective::AllToAll, send, recv, count, dtype));
+}
+
+Request Communicator::iall_to_all_v(const void* send, std::span<const std::size_t> send_counts,
+                                    std::span<const std::size_t> send_displs, void* recv,
+                                    std::span<const std::size_t> recv_counts,
+                                    std::span<const std::size_t> recv_displs, DataType dtype) {
+  CollectiveArgs a = make(Collective::AllToAllV, send, recv, 0, dtype);
+  a.send_counts = send_counts;
+  a.send_displs = send_displs;
+  a.recv_counts = recv_counts;
+  a.recv_displs = recv_displs;
+  return submit(state_, a);
+}
+
+Request Communicator::isend(const void* buf, std::size_t count, DataType dtype, int peer) {
+  return submit_point_to_point(state_, Collective::Send, buf, count, dtype, peer);
+}
+
+Request Communicator::irecv(void* buf, std::size_t count, DataType dtype, int peer) {
+  return submit_point_to_point(state_, Collective::Recv, buf, count, dtype, peer);
+}
+
+Request Communicator::ibarrier() {
+  return submit(state_, make(Collective::Barrier, nullptr, nullptr, 0, DataType::Uint8));
+}
+
+}  // namespace chorus

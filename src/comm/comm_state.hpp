@@ -1,0 +1,47 @@
+// What a Communicator handle points to.
+#pragma once
+
+#include "bootstrap/store.hpp"
+#include "comm/executor.hpp"
+#include "core/collective.hpp"
+#include "core/env.hpp"
+#include "transport/transport.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace chorus::detail {
+
+struct CommState {
+  int rank = 0;
+  int size = 1;
+  Config config;
+  std::string name;                      ///< store namespace, unique per communicator of the job
+  std::shared_ptr<StoreServer> server;   ///< set on the rank that hosts the store
+  std::shared_ptr<Store> store;          ///< the job's store client, shared with sub-communicators
+  std::unique_ptr<transport::Transport> transport;
+  std::shared_ptr<Executor> executor;
+
+  // Issue-time counters (touched only by the issuing thread under issue_mutex).
+  std::mutex issue_mutex;
+  std::uint64_t collective_seq = 0;
+  std::uint64_t split_seq = 0;
+  std::vector<std::uint64_t> send_seq, recv_seq;  ///< per peer
+
+  std::atomic<bool> aborted{false};
+  mutable std::mutex error_mutex;
+  std::string last_error;
+  std::string last_algorithm;
+
+  void record_error(const std::string& message) {
+    std::lock_guard lock(error_mutex);
+    last_error = message;
+  }
+  ~CommState();
+};
+
+}  // namespace chorus::detail

@@ -1,0 +1,165 @@
+// Communicator lifetime: init (store + transport rendezvous), split, abort, destroy.
+#include "bootstrap/launch_env.hpp"
+#include "bootstrap/socket.hpp"
+#include "comm/comm_state.hpp"
+#include "core/log.hpp"
+#include "transport/mesh.hpp"
+
+#include <chorus/communicator.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+namespace chorus {
+namespace detail {
+
+CommState::~CommState() {
+  if (executor) executor->drain_and_stop();
+  transport.reset();
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::CommState;
+
+std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size, const std::string& name,
+                                        std::shared_ptr<Store> store,
+                                        std::shared_ptr<StoreServer> server) {
+  auto state = std::make_shared<CommState>();
+  state->rank = rank;
+  state->size = size;
+  state->config = config;
+  state->name = name;
+  state->store = store;
+  state->server = std::move(server);
+  state->send_seq.assign(size, 0);
+  state->recv_seq.assign(size, 0);
+  auto scoped = make_prefix_store(store, name);
+  transport::MeshOptions options;
+  options.kind = transport::parse_kind(config.transport);
+  options.secret = config.auth_token;
+  options.advertise_host = config.socket_ifname;
+  options.deadline = deadline_after(config.timeout);
+  state->transport = transport::connect_mesh(*scoped, rank, size, options);
+  state->executor = detail::Executor::create([raw = state.get()](Status status, const std::string& message) {
+    raw->record_error(message);
+    raw->transport->abort(status, message);
+  });
+  return state;
+}
+
+Config config_for(const InitOptions& options) {
+  Config config = read_config();
+  if (options.auth_token) config.auth_token = *options.auth_token;
+  if (options.transport) config.transport = *options.transport;
+  if (options.timeout) config.timeout = *options.timeout;
+  return config;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
+void check_shape(int nranks, int rank) {
+  require_argument(nranks >= 1, "nranks must be at least 1, got " + std::to_string(nranks));
+  require_argument(rank >= 0 && rank < nranks, "rank " + std::to_string(rank) +
+                                                   " is outside [0, " + std::to_string(nranks) + ")");
+}
+
+}  // namespace
+
+Communicator Communicator::init(const InitOptions& options) {
+  check_shape(options.nranks, options.rank);
+  net::HostPort address = net::parse_host_port(options.store_address);
+  const Config config = config_for(options);
+  set_log_rank(options.rank);
+  const Deadline deadline = deadline_after(config.timeout);
+  std::shared_ptr<StoreServer> server;
+  if (options.host_store && options.rank == 0) {
+    require_argument(address.port != 0 || options.nranks == 1,
+                     "store address " + options.store_address + ": port 0 only works for a single rank");
+    server = std::make_shared<StoreServer>(is_loopback(address.host) ? address.host : "0.0.0.0",
+                                           address.port, config.auth_token);
+    address.port = server->port();
+  } else {
+    require_argument(address.port != 0, "store address " + options.store_address + " has port 0");
+  }
+  std::shared_ptr<Store> store = connect_store(address.host, address.port, config.auth_token, deadline);
+  // Each rank counts its own inits, so the n-th init of every rank shares a namespace
+  // even when one store outlives several jobs' worth of communicators.
+  std::int64_t generation = store->add("chorus/init/" + std::to_string(options.rank), 1);
+  std::string name = "chorus/g" + std::to_string(generation) + "/world";
+  return Communicator(connect_comm(config, options.rank, options.nranks, name, store, server));
+}
+
+Communicator Communicator::init_from_env() {
+  LaunchInfo info = read_launch_env();
+  InitOptions options;
+  options.nranks = info.world_size;
+  options.rank = info.rank;
+  options.store_address = info.master_addr + ":" + std::to_string(info.master_port);
+  options.host_store = env_or("CHORUS_STORE_EXTERNAL", "0") != "1";
+  return init(options);
+}
+
+int Communicator::rank() const {
+  if (!state_) throw Error(Status::InvalidUsage, "empty communicator handle");
+  return state_->rank;
+}
+
+int Communicator::size() const {
+  if (!state_) throw Error(Status::InvalidUsage, "empty communicator handle");
+  return state_->size;
+}
+
+Communicator Communicator::split(int color, int key) {
+  if (!state_) throw Error(Status::InvalidUsage, "empty communicator handle");
+  CommState& s = *state_;
+  std::vector<std::int32_t> mine = {color, key};
+  std::vector<std::int32_t> all(2 * static_cast<std::size_t>(s.size));
+  all_gather(mine.data(), all.data(), 2, DataType::Int32);
+  std::uint64_t split_id;
+  {
+    std::lock_guard lock(s.issue_mutex);
+    split_id = ++s.split_seq;
+  }
+  if (color < 0) return Communicator();
+  std::vector<int> members;
+  for (int r = 0; r < s.size; ++r) {
+    if (all[2 * r] == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+  int new_rank = static_cast<int>(std::find(members.begin(), members.end(), s.rank) - members.begin());
+  std::string name = s.name + "/split" + std::to_string(split_id) + "/color" + std::to_string(color);
+  try {
+    return Communicator(connect_comm(s.config, new_rank, static_cast<int>(members.size()), name,
+                                     s.store, s.server));
+  } catch (const Error& e) {
+    s.record_error(e.what());
+    throw;
+  }
+}
+
+void Communicator::abort() {
+  if (!state_) return;
+  state_->aborted = true;
+  state_->record_error("the communicator was aborted by the application");
+  state_->transport->abort(Status::InvalidUsage, "the communicator was aborted by the application");
+}
+
+std::string Communicator::last_error() const {
+  if (!state_) return "";
+  std::lock_guard lock(state_->error_mutex);
+  return state_->last_error;
+}
+
+std::string Communicator::last_algorithm() const {
+  if (!state_) return "";
+  std::lock_guard lock(state_->error_mutex);
+  return state_->last_algorithm;
+}
+
+}  // namespace chorus

@@ -1,0 +1,69 @@
+#include "comm/run_collective.hpp"
+
+#include "core/log.hpp"
+#include "core/reduce.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace chorus::detail {
+namespace {
+
+bool is_reduction(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
+
+void run_selected(CommState& comm, const algorithms::CollectiveArgs& args) {
+  const algorithms::Algorithm& algorithm = algorithms::select_algorithm(args, comm.size, comm.config.algo);
+  {
+    std::lock_guard lock(comm.error_mutex);
+    if (comm.last_algorithm != algorithm.name && log_enabled(LogLevel::Info)) {
+      log(LogLevel::Info, std::string(to_string(args.collective)) + " uses algorithm " +
+                              std::string(algorithm.name));
+    }
+    comm.last_algorithm = algorithm.name;
+  }
+  algorithm.run(*comm.transport, args);
+}
+
+/// Whether this rank receives a reduced result (reduce: only the root).
+bool receives_result(const algorithms::CollectiveArgs& args, int rank) {
+  return args.collective != Collective::Reduce || args.root == rank;
+}
+
+/// Reduces in `wide` (the accumulation type), converting in and out of the caller's dtype.
+void run_widened(CommState& comm, algorithms::CollectiveArgs args, DataType wide, bool average) {
+  const DataType narrow = args.dtype;
+  const std::size_t send_elems =
+      args.collective == Collective::ReduceScatter ? args.count * comm.size : args.count;
+  const std::size_t wide_size = dtype_size(wide);
+  const bool receives = receives_result(args, comm.rank);
+  std::vector<std::byte> wide_send(send_elems * wide_size);
+  std::vector<std::byte> wide_recv(receives ? args.count * wide_size : 0);
+  convert(args.send, narrow, wide_send.data(), wide, send_elems);
+  void* user_recv = args.recv;
+  args.send = wide_send.data();
+  args.recv = receives ? wide_recv.data() : nullptr;
+  args.dtype = wide;
+  run_selected(comm, args);
+  if (!receives) return;
+  if (average) finalize_average(wide_recv.data(), args.count, wide, comm.size);
+  convert(wide_recv.data(), wide, user_recv, narrow, args.count);
+}
+
+}  // namespace
+
+void run_collective(CommState& comm, algorithms::CollectiveArgs args) {
+  args.deadline = deadline_after(comm.config.timeout);
+  if (!is_reduction(args.collective)) return run_selected(comm, args);
+  const bool average = args.op == ReduceOp::Avg;
+  const DataType wide = accumulation_type(args.dtype, args.op);
+  if (average) args.op = ReduceOp::Sum;
+  if (wide != args.dtype && args.count > 0) return run_widened(comm, args, wide, average);
+  run_selected(comm, args);
+  if (average && args.count > 0 && receives_result(args, comm.rank)) {
+    finalize_average(args.recv, args.count, args.dtype, comm.size);
+  }
+}
+
+}  // namespace chorus::detail

@@ -1,0 +1,138 @@
+#include "comm/validate.hpp"
+
+#include <chorus/error.hpp>
+
+#include <string>
+
+namespace chorus::detail {
+namespace {
+
+constexpr std::size_t kMaxBytes = std::size_t{1} << 56;  // far beyond any real buffer
+
+std::string name_of(Collective c) { return std::string(to_string(c)); }
+
+/// Bytes of `count` elements times `blocks`, or an InvalidArgument when it overflows.
+std::size_t checked_bytes(Collective c, std::size_t count, DataType dtype, std::size_t blocks) {
+  std::size_t elements = 0, bytes = 0;
+  if (__builtin_mul_overflow(count, blocks, &elements) ||
+      __builtin_mul_overflow(elements, dtype_size(dtype), &bytes) || bytes > kMaxBytes) {
+    throw Error(Status::InvalidArgument, name_of(c) + ": count " + std::to_string(count) +
+                                             " is too large (the buffer size overflows)");
+  }
+  return bytes;
+}
+
+void require_buffer(Collective c, const void* buf, const char* which, std::size_t bytes) {
+  if (bytes > 0 && buf == nullptr) {
+    throw Error(Status::InvalidArgument,
+                name_of(c) + ": " + which + " is NULL but the call moves " + std::to_string(bytes) + " bytes");
+  }
+}
+
+void check_root(Collective c, int root, int size) {
+  if (root < 0 || root >= size) {
+    throw Error(Status::InvalidArgument, name_of(c) + ": root " + std::to_string(root) +
+                                             " is not a rank of this communicator (size " +
+                                             std::to_string(size) + ")");
+  }
+}
+
+void check_all_to_all_v(const algorithms::CollectiveArgs& a, int size) {
+  auto n = static_cast<std::size_t>(size);
+  if (a.send_counts.size() != n || a.send_displs.size() != n || a.recv_counts.size() != n ||
+      a.recv_displs.size() != n || a.send_counts.data() == nullptr ||
+      a.send_displs.data() == nullptr || a.recv_counts.data() == nullptr ||
+      a.recv_displs.data() == nullptr) {
+    throw Error(Status::InvalidArgument,
+                "alltoallv: sendcounts, sdispls, recvcounts and rdispls must each hold one entry per rank");
+  }
+  std::size_t send_bytes = 0, recv_bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t end = 0;
+    if (__builtin_add_overflow(a.send_displs[i], a.send_counts[i], &end)) end = SIZE_MAX;
+    send_bytes += checked_bytes(a.collective, a.send_counts[i], a.dtype, 1);
+    checked_bytes(a.collective, end, a.dtype, 1);
+    if (__builtin_add_overflow(a.recv_displs[i], a.recv_counts[i], &end)) end = SIZE_MAX;
+    recv_bytes += checked_bytes(a.collective, a.recv_counts[i], a.dtype, 1);
+    checked_bytes(a.collective, end, a.dtype, 1);
+  }
+  require_buffer(a.collective, a.send, "sendbuf", send_bytes);
+  require_buffer(a.collective, a.recv, "recvbuf", recv_bytes);
+}
+
+void check_buffers(const algorithms::CollectiveArgs& a, int rank, int size) {
+  auto n = static_cast<std::size_t>(size);
+  const bool is_root = rank == a.root;
+  const std::size_t one = checked_bytes(a.collective, a.count, a.dtype, 1);
+  const std::size_t all = checked_bytes(a.collective, a.count, a.dtype, n);
+  switch (a.collective) {
+    case Collective::AllReduce:
+      require_buffer(a.collective, a.send, "sendbuf", one);
+      return require_buffer(a.collective, a.recv, "recvbuf", one);
+    case Collective::Broadcast:
+      if (is_root) require_buffer(a.collective, a.send, "sendbuf", one);
+      return require_buffer(a.collective, a.recv, "recvbuf", one);
+    case Collective::Reduce:
+      require_buffer(a.collective, a.send, "sendbuf", one);
+      return require_buffer(a.collective, a.recv, "recvbuf", is_root ? one : 0);
+    case Collective::AllGather:
+      require_buffer(a.collective, a.send, "sendbuf", one);
+      return require_buffer(a.collective, a.recv, "recvbuf", all);
+    case Collective::ReduceScatter:
+      require_buffer(a.collective, a.send, "sendbuf", all);
+      return require_buffer(a.collective, a.recv, "recvbuf", one);
+    case Collective::Gather:
+      require_buffer(a.collective, a.send, "sendbuf", one);
+      return require_buffer(a.collective, a.recv, "recvbuf", is_root ? all : 0);
+    case Collective::Scatter:
+      require_buffer(a.collective, a.send, "sendbuf", is_root ? all : 0);
+      return require_buffer(a.collective, a.recv, "recvbuf", one);
+    case Collective::AllToAll:
+      require_buffer(a.collective, a.send, "sendbuf", all);
+      return require_buffer(a.collective, a.recv, "recvbuf", all);
+    default:
+      return;
+  }
+}
+
+bool has_op(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
+
+bool has_root(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
+         c == Collective::Scatter;
+}
+
+}  // namespace
+
+void validate_collective(const algorithms::CollectiveArgs& args, int rank, int size) {
+  const Collective c = args.collective;
+  if (c != Collective::Barrier && !is_valid(args.dtype)) {
+    throw Error(Status::InvalidArgument,
+                name_of(c) + ": unknown dtype value " + std::to_string(static_cast<int>(args.dtype)));
+  }
+  if (has_op(c) && !is_valid(args.op)) {
+    throw Error(Status::InvalidArgument,
+                name_of(c) + ": unknown reduce op value " + std::to_string(static_cast<int>(args.op)));
+  }
+  if (has_root(c)) check_root(c, args.root, size);
+  if (c == Collective::AllToAllV) return check_all_to_all_v(args, size);
+  check_buffers(args, rank, size);
+}
+
+void validate_point_to_point(Collective kind, const void* buf, std::size_t count, DataType dtype,
+                             int peer, int rank, int size) {
+  if (!is_valid(dtype)) {
+    throw Error(Status::InvalidArgument,
+                name_of(kind) + ": unknown dtype value " + std::to_string(static_cast<int>(dtype)));
+  }
+  if (peer < 0 || peer >= size || peer == rank) {
+    throw Error(Status::InvalidArgument, name_of(kind) + ": peer " + std::to_string(peer) +
+                                             " is not another rank of this communicator (rank " +
+                                             std::to_string(rank) + " of " + std::to_string(size) + ")");
+  }
+  require_buffer(kind, buf, "buf", checked_bytes(kind, count, dtype, 1));
+}
+
+}  // namespace chorus::detail

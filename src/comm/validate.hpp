@@ -1,0 +1,18 @@
+// Argument checks done before anything is sent, so a bad call never leaves
+// peers waiting. Pure functions of the call and the communicator's shape.
+#pragma once
+
+#include "algorithms/algorithm.hpp"
+
+namespace chorus::detail {
+
+/// Throws Error(InvalidArgument, sentence) for an unknown dtype/op, a root out of
+/// range, a NULL buffer the call needs, counts whose byte size overflows, or
+/// all-to-all-v count/displacement arrays that are missing or overflow.
+void validate_collective(const algorithms::CollectiveArgs& args, int rank, int size);
+
+/// The same for send/recv: `peer` must be another rank of the communicator.
+void validate_point_to_point(Collective kind, const void* buf, std::size_t count, DataType dtype,
+                             int peer, int rank, int size);
+
+}  // namespace chorus::detail

@@ -1,0 +1,153 @@
+// The mesh rendezvous: publish who we are, derive the topology, connect the
+// shared-memory links, then the TCP links, and hand them to a ProgressEngine.
+#include "transport/mesh.hpp"
+
+#include "bootstrap/launch_env.hpp"
+#include "transport/mesh_internal.hpp"
+#include "transport/progress_engine.hpp"
+#include "transport/rank_info.hpp"
+#include "transport/shm/shm_mesh.hpp"
+#include "transport/tcp/tcp_link.hpp"
+#include "transport/tcp/tcp_rendezvous.hpp"
+
+#include <chorus/error.hpp>
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+namespace chorus::transport {
+namespace {
+
+bool is_ipv6(const std::string& host) { return host.find(':') != std::string::npos; }
+
+std::vector<RankInfo> gather_infos(Store& store, int size, Deadline deadline) {
+  std::vector<RankInfo> infos;
+  for (int r = 0; r < size; ++r) {
+    infos.push_back(decode_rank_info(store.get(rank_info_key(r), deadline), r));
+  }
+  return infos;
+}
+
+void require_one_host(const Topology& topology) {
+  for (int r = 1; r < static_cast<int>(topology.host_of_rank.size()); ++r) {
+    if (!topology.same_host(0, r)) {
+      throw Error(Status::InvalidUsage,
+                  "the shared-memory transport needs every rank on one host, but ranks 0 and " +
+                      std::to_string(r) +
+                      " are on different hosts (use CHORUS_TRANSPORT=auto or tcp)");
+    }
+  }
+}
+
+/// Ranks this rank reaches through shared memory: its host, unless TCP is forced.
+std::vector<int> shm_ranks(Kind kind, const Topology& topology, int rank) {
+  std::vector<int> ranks;
+  if (kind == Kind::Tcp) return ranks;
+  for (int r = 0; r < static_cast<int>(topology.host_of_rank.size()); ++r) {
+    if (topology.same_host(rank, r)) ranks.push_back(r);
+  }
+  return ranks.size() > 1 ? ranks : std::vector<int>{};
+}
+
+tcp::TcpMeshPlan tcp_plan(int rank, const std::vector<RankInfo>& infos,
+                          const std::vector<std::unique_ptr<Link>>& shm_links,
+                          const Topology& topology, const MeshOptions& options) {
+  tcp::TcpMeshPlan plan{rank,
+                        static_cast<int>(infos.size()),
+                        options.secret,
+                        infos[0].token,
+                        {},
+                        {},
+                        options.deadline};
+  for (int p = 0; p < plan.size; ++p) {
+    if (p == rank || (p < static_cast<int>(shm_links.size()) && shm_links[p])) continue;
+    if (p > rank) {
+      plan.accept_from.push_back(p);
+      continue;
+    }
+    // Same host: loopback reaches the listener (bound to every interface) for sure.
+    std::string host = infos[p].address;
+    if (topology.same_host(rank, p)) host = is_ipv6(host) ? "::1" : "127.0.0.1";
+    plan.connect_to.push_back(tcp::TcpPeer{p, net::HostPort{host, infos[p].port}});
+  }
+  return plan;
+}
+
+}  // namespace
+
+Kind parse_kind(const std::string& text) {
+  if (text == "auto") return Kind::Auto;
+  if (text == "tcp") return Kind::Tcp;
+  if (text == "shm") return Kind::Shm;
+  throw Error(Status::InvalidArgument,
+              "CHORUS_TRANSPORT is \"" + text + "\"; expected auto, tcp or shm");
+}
+
+std::string choose_advertise_address(const std::string& advertise_host) {
+  if (!advertise_host.empty()) return advertise_host;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "127.0.0.1";
+  std::string chosen = "127.0.0.1";
+  for (ifaddrs* it = list; it; it = it->ifa_next) {
+    if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET) continue;
+    if (!(it->ifa_flags & IFF_UP) || (it->ifa_flags & IFF_LOOPBACK)) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    auto* address = reinterpret_cast<sockaddr_in*>(it->ifa_addr);
+    if (::inet_ntop(AF_INET, &address->sin_addr, text, sizeof(text))) {
+      chosen = text;
+      break;
+    }
+  }
+  ::freeifaddrs(list);
+  return chosen;
+}
+
+std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
+                                           const MeshOptions& options,
+                                           const LocalIdentity& identity) {
+  require_argument(size >= 1 && rank >= 0 && rank < size, "rank " + std::to_string(rank) +
+                                                              " is not in a communicator of " +
+                                                              std::to_string(size) + " ranks");
+  if (size == 1) {
+    return std::make_unique<ProgressEngine>(rank, 1, Topology{{0}, 1},
+                                            std::vector<std::unique_ptr<Link>>(), Doorbell());
+  }
+
+  RankInfo mine{identity.host, identity.pid, "", 0, random_token()};
+  net::Socket listener;
+  if (options.kind != Kind::Shm) {
+    mine.address = choose_advertise_address(options.advertise_host);
+    listener = net::listen_tcp(is_ipv6(mine.address) ? "::" : "", 0);
+    mine.port = net::local_port(listener);
+  }
+  store.set(rank_info_key(rank), encode(mine));
+  std::vector<RankInfo> infos = gather_infos(store, size, options.deadline);
+  Topology topology = topology_of(infos);
+  if (options.kind == Kind::Shm) require_one_host(topology);
+
+  shm::ShmMesh shm;
+  std::vector<int> host_ranks = shm_ranks(options.kind, topology, rank);
+  if (!host_ranks.empty()) {
+    shm = shm::connect_shm_mesh(store, rank, host_ranks, infos, options.deadline);
+  }
+  shm.links.resize(size);
+  tcp::TcpMeshPlan plan = tcp_plan(rank, infos, shm.links, topology, options);
+  std::vector<net::Socket> sockets = tcp::connect_tcp_mesh(listener, plan);
+  std::vector<std::unique_ptr<Link>> links = std::move(shm.links);
+  for (int p = 0; p < size; ++p) {
+    if (sockets[p].valid()) links[p] = std::make_unique<tcp::TcpLink>(p, std::move(sockets[p]));
+  }
+  return std::make_unique<ProgressEngine>(rank, size, std::move(topology), std::move(links),
+                                          shm.doorbell);
+}
+
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size,
+                                        const MeshOptions& options) {
+  return connect_mesh_as(store, rank, size, options,
+                         LocalIdentity{host_identity(), static_cast<std::int64_t>(::getpid())});
+}
+
+}  // namespace chorus::transport

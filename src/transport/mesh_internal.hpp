@@ -1,0 +1,25 @@
+// The mesh rendezvous with the local identity made explicit, so that tests
+// can play ranks on several "hosts" (and with other pids) inside one process.
+#pragma once
+
+#include "transport/mesh.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace chorus::transport {
+
+struct LocalIdentity {
+  std::string host;      ///< host_identity() in production
+  std::int64_t pid = 0;  ///< getpid() in production
+};
+
+std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
+                                           const MeshOptions& options,
+                                           const LocalIdentity& identity);
+
+/// The address peers on other hosts connect to: `advertise_host` when given,
+/// else the first non-loopback IPv4 address of an interface that is up, else 127.0.0.1.
+std::string choose_advertise_address(const std::string& advertise_host);
+
+}  // namespace chorus::transport

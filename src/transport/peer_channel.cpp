@@ -1,0 +1,262 @@
+// Per-peer framing, matching and buffering; see peer_channel.hpp.
+#include "transport/peer_channel.hpp"
+
+#include "transport/abort_frame.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+namespace chorus::transport {
+namespace {
+
+/// Messages up to this size are copied behind their header and written in one call.
+constexpr std::size_t kInlineBytes = 16 * 1024;
+/// Frames or chunks read from one peer per progress call, so one busy peer cannot starve the rest.
+constexpr int kReadStepsPerCall = 32;
+
+std::string hex(std::uint32_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string text = "0x";
+  for (int shift = 28; shift >= 0; shift -= 4) text += digits[(value >> shift) & 0xf];
+  return text;
+}
+
+}  // namespace
+
+PeerChannel::PeerChannel(int self, int peer, std::unique_ptr<Link> link)
+    : self_(self), peer_(peer), link_(std::move(link)) {}
+
+void PeerChannel::post_send(RequestId id, const void* data, std::size_t bytes,
+                            const Fingerprint& fingerprint) {
+  SendOp op{id, FrameHeader{}, static_cast<const std::byte*>(data), bytes, {}, 0};
+  op.header.payload_bytes = bytes;
+  op.header.fingerprint = fingerprint;
+  if (bytes <= kInlineBytes) {
+    op.inline_frame.resize(sizeof(FrameHeader) + bytes);
+    std::memcpy(op.inline_frame.data(), &op.header, sizeof(FrameHeader));
+    if (bytes > 0) std::memcpy(op.inline_frame.data() + sizeof(FrameHeader), data, bytes);
+  }
+  sends_.push_back(std::move(op));
+}
+
+void PeerChannel::post_recv(RequestId id, void* data, std::size_t bytes,
+                            const Fingerprint& fingerprint) {
+  recvs_.push_back(RecvOp{id, static_cast<std::byte*>(data), bytes, fingerprint});
+}
+
+bool PeerChannel::progress(PendingMap& pending) {
+  bool moved = progress_send(pending);
+  match_buffered(pending);
+  for (int step = 0; step < kReadStepsPerCall && !failure_; ++step) {
+    if (!read_step(pending, &moved)) break;
+  }
+  return moved;
+}
+
+bool PeerChannel::progress_send(PendingMap& pending) {
+  bool moved = false;
+  while (!sends_.empty() && !failure_ && advance(sends_.front(), &moved)) {
+    pending.erase(sends_.front().id);
+    sends_.pop_front();
+    moved = true;
+  }
+  return moved;
+}
+
+/// Writes more of `op`: the inline frame, or the header then the payload.
+/// Returns true when the whole frame is written.
+bool PeerChannel::advance(SendOp& op, bool* moved) {
+  const std::size_t total = sizeof(FrameHeader) + op.bytes;
+  while (op.done < total) {
+    const std::byte* from;
+    std::size_t left;
+    if (!op.inline_frame.empty()) {
+      from = op.inline_frame.data() + op.done;
+      left = total - op.done;
+    } else if (op.done < sizeof(FrameHeader)) {
+      from = reinterpret_cast<const std::byte*>(&op.header) + op.done;
+      left = sizeof(FrameHeader) - op.done;
+    } else {
+      from = op.payload + (op.done - sizeof(FrameHeader));
+      left = total - op.done;
+    }
+    std::size_t n = write(from, left);
+    if (n == 0) return false;
+    op.done += n;
+    *moved = true;
+  }
+  return true;
+}
+
+/// One step of the incoming state machine: more header, routing, more payload,
+/// completion. Returns false when the link has nothing more for now.
+bool PeerChannel::read_step(PendingMap& pending, bool* moved) {
+  Incoming& in = incoming_;
+  if (in.header_done < sizeof(FrameHeader)) {
+    auto* header = reinterpret_cast<std::byte*>(&in.header);
+    std::size_t n = read(header + in.header_done, sizeof(FrameHeader) - in.header_done);
+    if (n == 0) return false;
+    *moved = true;
+    in.header_done += n;
+    if (in.header_done < sizeof(FrameHeader)) return true;
+    route();
+  }
+  std::size_t bytes = in.header.payload_bytes;
+  if (in.payload_done < bytes) {
+    std::size_t n = read(in.destination + in.payload_done, bytes - in.payload_done);
+    if (n == 0) return false;
+    *moved = true;
+    in.payload_done += n;
+    if (in.payload_done < bytes) return true;
+  }
+  finish_frame(pending);
+  return true;
+}
+
+/// A header just arrived: validate it and choose where its payload goes.
+void PeerChannel::route() {
+  Incoming& in = incoming_;
+  const FrameHeader& h = in.header;
+  if (h.magic != kFrameMagic) garbage("bad frame magic " + hex(h.magic));
+  if (h.kind == static_cast<std::uint8_t>(FrameKind::Abort)) {
+    if (h.payload_bytes > kMaxAbortPayload) {
+      garbage("an abort message of " + std::to_string(h.payload_bytes) + " bytes");
+    }
+    abort_payload_.resize(h.payload_bytes);
+    in.target = Target::Abort;
+    in.destination = abort_payload_.data();
+    return;
+  }
+  if (h.kind != static_cast<std::uint8_t>(FrameKind::Data)) {
+    garbage("unknown frame kind " + std::to_string(h.kind));
+  }
+  if (h.payload_bytes > kMaxDataPayload) {
+    garbage("a message of " + std::to_string(h.payload_bytes) + " bytes (the limit is 64 GiB)");
+  }
+  if (!recvs_.empty() && unexpected_.empty()) {
+    check_match(recvs_.front(), h);
+    front_recv_streaming_ = true;
+    in.target = Target::Posted;
+    in.destination = recvs_.front().data;
+    return;
+  }
+  Buffered entry{h, nullptr, false};
+  try {
+    entry.payload = std::make_unique_for_overwrite<std::byte[]>(h.payload_bytes);
+  } catch (const std::bad_alloc&) {
+    garbage("a message of " + std::to_string(h.payload_bytes) + " bytes that cannot be buffered");
+  }
+  in.target = Target::Buffered;
+  in.destination = entry.payload.get();
+  unexpected_.push_back(std::move(entry));
+}
+
+void PeerChannel::finish_frame(PendingMap& pending) {
+  Target target = incoming_.target;
+  incoming_ = Incoming{};
+  if (target == Target::Abort) {
+    peer_aborted_ = true;
+    throw error_from_abort(peer_, abort_payload_);
+  }
+  if (target == Target::Posted) {
+    pending.erase(recvs_.front().id);
+    recvs_.pop_front();
+    front_recv_streaming_ = false;
+    return;
+  }
+  unexpected_.back().complete = true;
+  match_buffered(pending);
+}
+
+/// Hands complete buffered messages to posted receives, oldest first.
+void PeerChannel::match_buffered(PendingMap& pending) {
+  while (!recvs_.empty() && !front_recv_streaming_ && !unexpected_.empty() &&
+         unexpected_.front().complete) {
+    const RecvOp& op = recvs_.front();
+    Buffered& message = unexpected_.front();
+    check_match(op, message.header);
+    if (op.bytes > 0) std::memcpy(op.data, message.payload.get(), op.bytes);
+    pending.erase(op.id);
+    recvs_.pop_front();
+    unexpected_.pop_front();
+  }
+}
+
+void PeerChannel::check_match(const RecvOp& op, const FrameHeader& header) const {
+  const std::string me = "rank " + std::to_string(self_);
+  const std::string them = "rank " + std::to_string(peer_);
+  if (!fingerprints_match(op.fingerprint, header.fingerprint)) {
+    throw Error(Status::Mismatch, me + " is in " + describe(op.fingerprint) + " but " + them +
+                                      " sent " + describe(header.fingerprint));
+  }
+  if (header.payload_bytes != op.bytes) {
+    throw Error(Status::Mismatch, me + " expected " + std::to_string(op.bytes) + " bytes from " +
+                                      them + " for " + describe(op.fingerprint) + " but " + them +
+                                      " sent " + std::to_string(header.payload_bytes) + " bytes");
+  }
+}
+
+void PeerChannel::garbage(const std::string& detail) const {
+  throw Error(Status::RemoteError, "garbage on the wire from rank " + std::to_string(peer_) + " (" +
+                                       std::string(link_->kind()) + "): " + detail);
+}
+
+std::size_t PeerChannel::read(void* data, std::size_t bytes) {
+  if (failure_) return 0;
+  try {
+    return link_->read_some(data, bytes);
+  } catch (const Error& error) {
+    failure_ = error;
+    return 0;
+  }
+}
+
+std::size_t PeerChannel::write(const void* data, std::size_t bytes) {
+  if (failure_) return 0;
+  try {
+    return link_->write_some(data, bytes);
+  } catch (const Error& error) {
+    failure_ = error;
+    return 0;
+  }
+}
+
+std::string PeerChannel::describe_request(RequestId id) const {
+  const std::string peer = std::to_string(peer_);
+  for (const SendOp& op : sends_) {
+    if (op.id != id) continue;
+    return "send of " + std::to_string(op.bytes) + " bytes to rank " + peer + " for " +
+           describe(op.header.fingerprint) + ", " + std::to_string(op.done) + " of " +
+           std::to_string(sizeof(FrameHeader) + op.bytes) + " frame bytes written";
+  }
+  for (const RecvOp& op : recvs_) {
+    if (op.id != id) continue;
+    return "recv of " + std::to_string(op.bytes) + " bytes from rank " + peer + " for " +
+           describe(op.fingerprint);
+  }
+  return "";
+}
+
+void PeerChannel::begin_abort(std::vector<std::byte> frame) {
+  bool on_wire = !sends_.empty() && sends_.front().done > 0;
+  while (sends_.size() > (on_wire ? 1u : 0u)) sends_.pop_back();
+  abort_frame_ = std::move(frame);
+  abort_done_ = 0;
+}
+
+bool PeerChannel::push_abort() {
+  bool moved = false;
+  if (!sends_.empty()) {
+    if (!advance(sends_.front(), &moved)) return failure_.has_value();
+    sends_.pop_front();
+  }
+  while (abort_done_ < abort_frame_.size() && !failure_) {
+    std::size_t n = write(abort_frame_.data() + abort_done_, abort_frame_.size() - abort_done_);
+    if (n == 0) return false;
+    abort_done_ += n;
+  }
+  return true;
+}
+
+}  // namespace chorus::transport

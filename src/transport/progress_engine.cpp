@@ -1,0 +1,286 @@
+// Request bookkeeping, the wait loop and failure handling; see progress_engine.hpp.
+#include "transport/progress_engine.hpp"
+
+#include "transport/abort_frame.hpp"
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <thread>
+
+namespace chorus::transport {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kSpinTime = 30us;        ///< busy polling after the last progress
+constexpr int kYieldRounds = 8;         ///< then this many sched_yield() rounds
+constexpr auto kLivenessPeriod = 50ms;  ///< pid checks; also the longest sleep
+constexpr auto kAbortBudget = 250ms;    ///< time spent telling peers about a failure
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+std::string format_seconds(Clock::duration d) {
+  double seconds = std::chrono::duration<double>(d).count();
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", seconds);
+  return text;
+}
+
+}  // namespace
+
+ProgressEngine::ProgressEngine(int rank, int size, Topology topology,
+                               std::vector<std::unique_ptr<Link>> links, Doorbell doorbell)
+    : rank_(rank), size_(size), topology_(std::move(topology)), doorbell_(doorbell) {
+  peers_.resize(size);
+  for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {
+    if (!links[p]) continue;
+    if (links[p]->poll_fd() >= 0) poll_peers_.push_back(p);
+    peers_[p] = std::make_unique<PeerChannel>(rank, p, std::move(links[p]));
+  }
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    throw Error(Status::SystemError, std::string("eventfd failed: ") + std::strerror(errno));
+  }
+}
+
+ProgressEngine::~ProgressEngine() {
+  // abort() from another thread may be sending ABORT frames (bounded): let it finish.
+  std::lock_guard lock(progress_mutex_);
+  peers_.clear();
+  ::close(wake_fd_);
+}
+
+void ProgressEngine::check_post(int peer, const void* data, std::size_t bytes) const {
+  require_argument(peer >= 0 && peer < size_ && peer != rank_,
+                   "rank " + std::to_string(rank_) + " cannot exchange messages with rank " +
+                       std::to_string(peer) + " (communicator of " + std::to_string(size_) +
+                       " ranks)");
+  require_argument(data != nullptr || bytes == 0, "a null buffer of " + std::to_string(bytes) +
+                                                      " bytes was posted for rank " +
+                                                      std::to_string(peer));
+}
+
+RequestId ProgressEngine::post_send(int peer, const void* data, std::size_t bytes,
+                                    const Fingerprint& fingerprint) {
+  std::lock_guard lock(progress_mutex_);
+  throw_if_broken();
+  check_post(peer, data, bytes);
+  RequestId id = next_id_++;
+  pending_.emplace(id, peer);
+  peers_[peer]->post_send(id, data, bytes, fingerprint);
+  peers_[peer]->progress_send(pending_);  // start writing now: latency
+  return id;
+}
+
+RequestId ProgressEngine::post_recv(int peer, void* data, std::size_t bytes,
+                                    const Fingerprint& fingerprint) {
+  std::lock_guard lock(progress_mutex_);
+  throw_if_broken();
+  check_post(peer, data, bytes);
+  RequestId id = next_id_++;
+  pending_.emplace(id, peer);
+  peers_[peer]->post_recv(id, data, bytes, fingerprint);
+  return id;
+}
+
+void ProgressEngine::wait(std::span<const RequestId> ids, Deadline deadline) {
+  std::lock_guard lock(progress_mutex_);
+  throw_if_broken();
+  try {
+    for (RequestId id : ids) {
+      if (id == 0 || id >= next_id_) {
+        throw Error(Status::InvalidUsage, "wait on request " + std::to_string(id) +
+                                              ", which this transport never issued");
+      }
+    }
+    wait_locked(ids, deadline);
+  } catch (const Error& error) {
+    record_failure(error.status(), error.what());
+    send_abort_frames();
+    throw_if_broken();  // the first failure: `error`, or an abort() that raced with it
+  }
+}
+
+void ProgressEngine::wait_locked(std::span<const RequestId> ids, Deadline deadline) {
+  const auto start = Clock::now();
+  auto last_progress = start;
+  auto next_liveness = start;
+  int yields = 0;
+  for (;;) {
+    auto now = Clock::now();
+    if (now >= next_liveness) {
+      check_peers_alive();
+      next_liveness = now + kLivenessPeriod;
+    }
+    bool moved = progress_all();
+    if (all_done(ids)) return;
+    throw_if_broken();
+    throw_if_peer_lost(ids);
+    now = Clock::now();
+    if (now >= deadline) throw_timeout(ids, now - start);
+    if (moved) {
+      last_progress = now;
+      yields = 0;
+    } else if (now - last_progress < kSpinTime) {
+      cpu_relax();
+    } else if (yields < kYieldRounds) {
+      ++yields;
+      sched_yield();
+    } else if (sleep(std::min(deadline, next_liveness))) {
+      last_progress = Clock::now();
+      yields = 0;
+    }
+  }
+}
+
+bool ProgressEngine::progress_all() {
+  bool moved = false;
+  for (auto& peer : peers_) {
+    if (peer && peer->progress(pending_)) moved = true;
+  }
+  return moved;
+}
+
+bool ProgressEngine::all_done(std::span<const RequestId> ids) const {
+  return std::none_of(ids.begin(), ids.end(), [&](RequestId id) { return pending_.count(id); });
+}
+
+void ProgressEngine::check_peers_alive() {
+  for (auto& peer : peers_) {
+    if (peer) peer->link().check_peer();
+  }
+}
+
+/// A request on a peer that is gone can never complete: progress_all() has
+/// already taken everything the peer sent before it went.
+void ProgressEngine::throw_if_peer_lost(std::span<const RequestId> ids) const {
+  for (RequestId id : ids) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    const auto& failure = peers_[it->second]->failure();
+    if (failure) throw *failure;
+  }
+}
+
+void ProgressEngine::throw_timeout(std::span<const RequestId> ids, Clock::duration waited) const {
+  std::set<int> ranks;
+  std::string first;
+  std::size_t more = 0;
+  for (RequestId id : ids) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    ranks.insert(it->second);
+    if (first.empty()) {
+      first = peers_[it->second]->describe_request(id);
+    } else {
+      ++more;
+    }
+  }
+  std::string list;
+  for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  throw Error(Status::Timeout,
+              "timed out after " + format_seconds(waited) + "s waiting for rank(s) " + list + " (" +
+                  first + (more > 0 ? ", and " + std::to_string(more) + " more" : "") + ")");
+}
+
+/// Sleeps until something may have happened for this rank, or `until`.
+/// Returns true when a last look before sleeping found progress.
+bool ProgressEngine::sleep(Deadline until) {
+  int timeout = std::max(1, remaining_ms(until));
+  std::uint32_t sequence = doorbell_.valid() ? doorbell_.arm() : 0;
+  struct Disarm {
+    const Doorbell& bell;
+    ~Disarm() {
+      if (bell.valid()) bell.disarm();
+    }
+  } disarm{doorbell_};
+  // Work that arrived between the last round and arm(), or an abort, ends the sleep.
+  if (progress_all() || broken_.load(std::memory_order_acquire)) return true;
+  if (poll_peers_.empty() && doorbell_.valid()) {
+    doorbell_.sleep(sequence, timeout);
+    return false;
+  }
+  std::vector<pollfd> fds;
+  fds.push_back(pollfd{wake_fd_, POLLIN, 0});
+  for (int p : poll_peers_) {
+    if (peers_[p]->failure()) continue;  // a closed socket would be "ready" forever
+    short events = POLLIN | (peers_[p]->wants_write() ? POLLOUT : 0);
+    fds.push_back(pollfd{peers_[p]->link().poll_fd(), events, 0});
+  }
+  ::poll(fds.data(), fds.size(), doorbell_.valid() ? 1 : timeout);
+  if (fds[0].revents & POLLIN) {
+    std::uint64_t drained = 0;
+    ssize_t ignored = ::read(wake_fd_, &drained, sizeof(drained));
+    (void)ignored;
+  }
+  return false;
+}
+
+void ProgressEngine::wake() noexcept {
+  std::uint64_t one = 1;
+  ssize_t ignored = ::write(wake_fd_, &one, sizeof(one));
+  (void)ignored;
+  if (doorbell_.valid()) doorbell_.ring();
+}
+
+void ProgressEngine::abort(Status status, const std::string& reason) {
+  record_failure(status, reason);
+  wake();
+  // A thread inside wait() holds the mutex and sends the frames itself.
+  std::unique_lock lock(progress_mutex_, std::try_to_lock);
+  if (lock.owns_lock()) send_abort_frames();
+}
+
+void ProgressEngine::record_failure(Status status, const std::string& reason) {
+  std::lock_guard lock(failure_mutex_);
+  if (failure_) return;
+  failure_.emplace(status, reason);
+  broken_.store(true, std::memory_order_release);
+}
+
+void ProgressEngine::throw_if_broken() const {
+  if (!broken_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(failure_mutex_);
+  throw *failure_;
+}
+
+void ProgressEngine::send_abort_frames() noexcept {
+  if (abort_sent_) return;
+  abort_sent_ = true;
+  try {
+    std::vector<std::byte> frame;
+    {
+      std::lock_guard lock(failure_mutex_);
+      frame = make_abort_frame(failure_->status(), failure_->what());
+    }
+    std::vector<PeerChannel*> targets;
+    for (auto& peer : peers_) {
+      if (peer && !peer->failure() && !peer->sent_abort()) {
+        peer->begin_abort(frame);
+        targets.push_back(peer.get());
+      }
+    }
+    const auto until = Clock::now() + kAbortBudget;
+    while (!targets.empty() && Clock::now() < until) {
+      std::erase_if(targets, [](PeerChannel* peer) { return peer->push_abort(); });
+      if (!targets.empty()) std::this_thread::sleep_for(1ms);
+    }
+  } catch (...) {
+    // Best effort: peers that were not told notice the closed link or time out.
+  }
+}
+
+}  // namespace chorus::transport

@@ -1,0 +1,84 @@
+// Shared-memory rendezvous; see shm_mesh.hpp.
+#include "transport/shm/shm_mesh.hpp"
+
+#include "core/env.hpp"
+#include "transport/shm/inbox.hpp"
+#include "transport/shm/shm_link.hpp"
+
+#include <chorus/error.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+namespace chorus::transport::shm {
+namespace {
+
+constexpr std::uint64_t kDefaultRingBytes = std::uint64_t{1} << 20;
+constexpr std::uint64_t kMinRingBytes = std::uint64_t{4} << 10;
+constexpr std::uint64_t kMaxRingBytes = std::uint64_t{256} << 20;
+
+std::string ready_key(int rank) { return "transport/shm/ready/" + std::to_string(rank); }
+std::string mapped_key(int rank) { return "transport/shm/mapped/" + std::to_string(rank); }
+
+bool valid_capacity(std::uint64_t bytes) {
+  return bytes >= kMinRingBytes && bytes <= kMaxRingBytes && (bytes & (bytes - 1)) == 0;
+}
+
+std::uint64_t parse_capacity(const std::string& text, const std::string& what) {
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !valid_capacity(value)) {
+    throw Error(Status::InvalidArgument,
+                what + " is \"" + text + "\"; expected a power of two from 4096 to 268435456");
+  }
+  return value;
+}
+
+int slot_of(const std::vector<int>& host_ranks, int rank) {
+  return static_cast<int>(std::find(host_ranks.begin(), host_ranks.end(), rank) -
+                          host_ranks.begin());
+}
+
+}  // namespace
+
+std::uint64_t ring_capacity_from_env() {
+  std::string text = env_or("CHORUS_SHM_RING_BYTES", "");
+  return text.empty() ? kDefaultRingBytes : parse_capacity(text, "CHORUS_SHM_RING_BYTES");
+}
+
+ShmMesh connect_shm_mesh(Store& store, int rank, const std::vector<int>& host_ranks,
+                         const std::vector<RankInfo>& infos, Deadline deadline) {
+  const int slots = static_cast<int>(host_ranks.size());
+  InboxGeometry mine{slots, ring_capacity_from_env()};
+  Inbox my_inbox = Inbox::create(inbox_name(infos[rank].token, rank), rank, mine);
+  store.set(ready_key(rank), std::to_string(mine.ring_capacity));
+
+  std::map<int, Inbox> peer_inboxes;
+  for (int peer : host_ranks) {
+    if (peer == rank) continue;
+    std::string capacity = store.get(ready_key(peer), deadline);
+    InboxGeometry theirs{slots,
+                         parse_capacity(capacity, "the ring size of rank " + std::to_string(peer))};
+    peer_inboxes.emplace(peer, Inbox::open(inbox_name(infos[peer].token, peer), peer, theirs));
+  }
+  store.set(mapped_key(rank), "1");
+  std::vector<std::string> mapped;
+  for (int peer : host_ranks) {
+    if (peer != rank) mapped.push_back(mapped_key(peer));
+  }
+  store.wait(mapped, deadline);
+  my_inbox.segment()->unlink();
+
+  ShmMesh mesh;
+  mesh.links.resize(infos.size());
+  mesh.doorbell = my_inbox.doorbell();
+  for (auto& [peer, inbox] : peer_inboxes) {
+    mesh.links[peer] =
+        std::make_unique<ShmLink>(peer, static_cast<pid_t>(infos[peer].pid), my_inbox, inbox,
+                                  slot_of(host_ranks, rank), slot_of(host_ranks, peer));
+  }
+  return mesh;
+}
+
+}  // namespace chorus::transport::shm

@@ -1,0 +1,112 @@
+// The list of sweep cases (see sweep.hpp).
+#include "algorithms/selection.hpp"
+
+#include <utility>
+#include "sweep.hpp"
+
+namespace chorus::testing {
+namespace {
+
+constexpr ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min};
+constexpr std::size_t kTypeSweepCount = 1031;
+constexpr std::size_t kFullProductCount = 7;
+
+// Appends `c` unless its algorithm declines it. accepts() may only look at
+// what every rank shares, so the representative arguments here decide for all.
+void add_if_accepted(std::vector<SweepCase>& cases, SweepCase c) {
+  algorithms::CollectiveArgs args;
+  args.collective = c.algorithm->collective;
+  args.count = c.count;
+  args.dtype = c.dtype;
+  args.op = c.op;
+  args.root = c.root;
+  if (!algorithms::algorithm_accepts(*c.algorithm, args, c.nranks)) return;
+  c.seq = cases.size() + 1;
+  cases.push_back(c);
+}
+
+// The (dtype, op) pairs one structural case runs with: all of them at
+// kFullProductCount, else one pair taken from a rotation that visits all 40
+// pairs every 40 cases (dtype = k mod 10, op = (k / 10 + k) mod 4).
+std::vector<std::pair<DataType, ReduceOp>> type_choices(std::size_t count, int ops, int& rotation) {
+  std::vector<std::pair<DataType, ReduceOp>> choices;
+  if (count == kFullProductCount) {
+    for (int dtype = 0; dtype < kNumDataTypes; ++dtype) {
+      for (int op = 0; op < ops; ++op) choices.push_back({static_cast<DataType>(dtype), kOps[op]});
+    }
+    return choices;
+  }
+  int k = rotation++;
+  choices.push_back(
+      {static_cast<DataType>(k % kNumDataTypes), kOps[(k / kNumDataTypes + k) % ops]});
+  return choices;
+}
+
+void add_structure_cases(std::vector<SweepCase>& cases, const algorithms::Algorithm& algorithm,
+                         int nranks) {
+  const Collective collective = algorithm.collective;
+  const int roots = is_rooted(collective) ? nranks : 1;
+  const int ops = is_reducing(collective) ? 4 : 1;
+  int rotation = 11 * nranks;  // a different start per rank count
+  for (std::size_t count : kSweepCounts) {
+    for (bool in_place : {false, true}) {
+      for (int root = 0; root < roots; ++root) {
+        for (auto [dtype, op] : type_choices(count, ops, rotation)) {
+          SweepCase c{&algorithm, nranks, count, dtype, op, root, in_place};
+          add_if_accepted(cases, c);
+        }
+      }
+    }
+  }
+}
+
+void add_type_cases(std::vector<SweepCase>& cases, const algorithms::Algorithm& algorithm,
+                    int nranks) {
+  const int ops = is_reducing(algorithm.collective) ? 4 : 1;
+  for (int dtype = 0; dtype < kNumDataTypes; ++dtype) {
+    for (int op = 0; op < ops; ++op) {
+      SweepCase c{&algorithm, nranks, kTypeSweepCount};
+      c.dtype = static_cast<DataType>(dtype);
+      c.op = kOps[op];
+      c.root = is_rooted(algorithm.collective) ? nranks - 1 : 0;
+      c.in_place = (dtype + op) % 2 == 1;
+      add_if_accepted(cases, c);
+    }
+  }
+}
+
+}  // namespace
+
+bool is_reducing(Collective collective) {
+  return collective == Collective::AllReduce || collective == Collective::Reduce ||
+         collective == Collective::ReduceScatter;
+}
+
+bool is_rooted(Collective collective) {
+  return collective == Collective::Broadcast || collective == Collective::Reduce ||
+         collective == Collective::Gather || collective == Collective::Scatter;
+}
+
+std::string describe(const SweepCase& c) {
+  std::string text = std::string(to_string(c.algorithm->collective)) + "/" +
+                     std::string(c.algorithm->name) + " on " + std::to_string(c.nranks) +
+                     " ranks, count " + std::to_string(c.count) + ", " +
+                     std::string(to_string(c.dtype));
+  if (is_reducing(c.algorithm->collective)) text += ", " + std::string(to_string(c.op));
+  if (is_rooted(c.algorithm->collective)) text += ", root " + std::to_string(c.root);
+  return text + (c.in_place ? ", in place" : ", out of place") + " (case " + std::to_string(c.seq) +
+         ")";
+}
+
+std::vector<SweepCase> sweep_cases(int nranks) {
+  std::vector<SweepCase> cases;
+  for (const algorithms::Algorithm& algorithm : algorithms::all_algorithms()) {
+    add_structure_cases(cases, algorithm, nranks);
+  }
+  for (const algorithms::Algorithm& algorithm : algorithms::all_algorithms()) {
+    add_type_cases(cases, algorithm, nranks);
+  }
+  return cases;
+}
+
+}  // namespace chorus::testing

@@ -1,0 +1,179 @@
+// Runs one sweep case on one rank: lays out the buffers as DESIGN.md defines
+// in place and NULL-where-unused, calls the algorithm, checks the result, the
+// untouched input and the guard bytes past each buffer.
+#include "sweep.hpp"
+#include "sweep_values.hpp"
+#include "typed_values.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace chorus::testing {
+namespace {
+
+constexpr std::size_t kGuardBytes = 32;
+constexpr std::byte kGuard{0xEE};
+constexpr std::byte kUnwritten{0xA5};
+constexpr auto kCaseTimeout = std::chrono::seconds(20);
+constexpr std::size_t kMaxReports = 4;
+
+// A buffer of `bytes` followed by guard bytes that nothing may write.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(std::size_t bytes)
+      : bytes_(bytes), storage_(bytes + kGuardBytes, kUnwritten) {
+    std::fill(storage_.begin() + static_cast<std::ptrdiff_t>(bytes), storage_.end(), kGuard);
+  }
+  std::byte* data() { return storage_.data(); }
+  bool guard_intact() const {
+    return std::all_of(storage_.begin() + static_cast<std::ptrdiff_t>(bytes_), storage_.end(),
+                       [](std::byte b) { return b == kGuard; });
+  }
+
+ private:
+  std::size_t bytes_;
+  std::vector<std::byte> storage_;
+};
+
+// Where the send buffer sits inside the receive buffer in place (or the
+// receive buffer inside the send buffer for reduce-scatter and scatter), in elements.
+struct InPlaceLayout {
+  bool recv_is_base;   ///< the one allocation starts at recv (else at send)
+  std::size_t offset;  ///< of the other buffer inside it
+};
+
+InPlaceLayout in_place_layout(const SweepCase& c, int rank) {
+  const std::size_t mine = static_cast<std::size_t>(rank) * c.count;
+  const std::size_t roots = static_cast<std::size_t>(c.root) * c.count;
+  switch (c.algorithm->collective) {
+    case Collective::AllGather:
+      return {true, mine};
+    case Collective::ReduceScatter:
+      return {false, mine};
+    case Collective::Gather:
+      return {true, roots};
+    case Collective::Scatter:
+      return {false, roots};
+    default:
+      return {true, 0};
+  }
+}
+
+// Gather and scatter are in place only at the root; elsewhere both buffers exist apart.
+bool effectively_in_place(const SweepCase& c, int rank) {
+  Collective collective = c.algorithm->collective;
+  if (collective == Collective::Gather || collective == Collective::Scatter) {
+    return c.in_place && rank == c.root;
+  }
+  return c.in_place;
+}
+
+class RankBuffers {
+ public:
+  RankBuffers(const SweepCase& c, int rank);
+  void fill_args(algorithms::CollectiveArgs& args) const;
+  std::vector<std::string> check(const SweepCase& c, int rank) const;
+
+ private:
+  std::size_t element_size_;
+  std::size_t send_elements_, recv_elements_;
+  std::vector<GuardedBuffer> storage_;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+  std::vector<std::byte> original_send_;
+  bool send_must_survive_ = false;
+  std::vector<std::size_t> send_counts_, send_displs_, recv_counts_, recv_displs_;
+};
+
+RankBuffers::RankBuffers(const SweepCase& c, int rank)
+    : element_size_(dtype_size(c.dtype)),
+      send_elements_(sweep_send_elements(c, rank)),
+      recv_elements_(sweep_recv_elements(c, rank)) {
+  storage_.reserve(2);
+  if (effectively_in_place(c, rank)) {
+    auto layout = in_place_layout(c, rank);
+    std::size_t total = std::max(send_elements_, recv_elements_);
+    if (total > 0) {
+      std::byte* base = storage_.emplace_back(total * element_size_).data();
+      send_ = layout.recv_is_base ? base + layout.offset * element_size_ : base;
+      recv_ = layout.recv_is_base ? base : base + layout.offset * element_size_;
+    }
+  } else {
+    if (send_elements_ > 0) send_ = storage_.emplace_back(send_elements_ * element_size_).data();
+    if (recv_elements_ > 0) recv_ = storage_.emplace_back(recv_elements_ * element_size_).data();
+  }
+  for (std::size_t j = 0; j < send_elements_; ++j) {
+    encode(sweep_input(c, rank, j), c.dtype, static_cast<std::byte*>(send_) + j * element_size_);
+  }
+  const std::byte* first = static_cast<const std::byte*>(send_);
+  original_send_.assign(first, first + send_elements_ * element_size_);
+  send_must_survive_ = !effectively_in_place(c, rank) ||
+                       (c.algorithm->collective == Collective::Reduce && rank != c.root);
+  for (int p = 0; p < c.nranks; ++p) {
+    send_counts_.push_back(alltoallv_count(c, rank, p));
+    send_displs_.push_back(alltoallv_send_displ(c, rank, p));
+    recv_counts_.push_back(alltoallv_count(c, p, rank));
+    recv_displs_.push_back(alltoallv_recv_displ(c, rank, p));
+  }
+}
+
+void RankBuffers::fill_args(algorithms::CollectiveArgs& args) const {
+  args.send = send_;
+  args.recv = recv_;
+  args.send_counts = send_counts_;
+  args.send_displs = send_displs_;
+  args.recv_counts = recv_counts_;
+  args.recv_displs = recv_displs_;
+}
+
+std::vector<std::string> RankBuffers::check(const SweepCase& c, int rank) const {
+  std::vector<std::string> wrong;
+  for (const Expectation& e : sweep_expectations(c, rank)) {
+    double got = decode(c.dtype, static_cast<const std::byte*>(recv_) + e.index * element_size_);
+    if (got != e.value && wrong.size() < kMaxReports) {
+      wrong.push_back("rank " + std::to_string(rank) + " recv[" + std::to_string(e.index) +
+                      "] = " + std::to_string(got) + ", expected " + std::to_string(e.value));
+    }
+  }
+  if (send_must_survive_ && send_elements_ > 0 &&
+      std::memcmp(send_, original_send_.data(), original_send_.size()) != 0) {
+    wrong.push_back("rank " + std::to_string(rank) + " send buffer was modified");
+  }
+  for (const GuardedBuffer& buffer : storage_) {
+    if (!buffer.guard_intact())
+      wrong.push_back("rank " + std::to_string(rank) + " wrote past a buffer");
+  }
+  return wrong;
+}
+
+algorithms::CollectiveArgs make_args(const SweepCase& c) {
+  algorithms::CollectiveArgs args;
+  const Collective collective = c.algorithm->collective;
+  args.collective = collective;
+  args.count = collective == Collective::AllToAllV ? 0 : c.count;
+  args.dtype = c.dtype;
+  args.op = c.op;
+  args.root = c.root;
+  args.fingerprint.seq = c.seq;
+  args.fingerprint.count = args.count;
+  args.fingerprint.root = is_rooted(collective) ? c.root : -1;
+  args.fingerprint.collective = collective;
+  args.fingerprint.dtype = static_cast<std::uint8_t>(c.dtype);
+  args.fingerprint.op = is_reducing(collective) ? static_cast<std::uint8_t>(c.op) : 0;
+  args.deadline = Clock::now() + kCaseTimeout;
+  return args;
+}
+
+}  // namespace
+
+std::vector<std::string> run_sweep_case(transport::Transport& transport, const SweepCase& c) {
+  const int rank = transport.rank();
+  RankBuffers buffers(c, rank);
+  algorithms::CollectiveArgs args = make_args(c);
+  buffers.fill_args(args);
+  c.algorithm->run(transport, args);
+  return buffers.check(c, rank);
+}
+
+}  // namespace chorus::testing

@@ -1,0 +1,183 @@
+// Mismatched calls, aborts, timeouts and bad arguments, threads as ranks.
+#include "thread_ranks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace chorus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+Status status_of(const std::function<void()>& call, std::string* message = nullptr) {
+  try {
+    call();
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.status();
+  }
+  return Status::Success;
+}
+
+class Faults : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Faults, DifferentCollectivesFailWithMismatchNamingBoth) {
+  ThreadJob job(2, {.transport = GetParam(), .timeout = 10s});
+  ASSERT_TRUE(job.ok());
+  std::vector<std::string> messages(2);
+  std::vector<Status> statuses(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      Communicator& c = job.comms()[r];
+      float buf[4] = {1, 2, 3, 4};
+      statuses[r] = status_of(
+          [&] {
+            if (r == 0) c.all_reduce(buf, buf, 4, DataType::Float32, ReduceOp::Sum);
+            else c.broadcast(buf, buf, 4, DataType::Float32, 0);
+          },
+          &messages[r]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(statuses[r], Status::Mismatch) << "rank " << r << ": " << messages[r];
+    EXPECT_NE(messages[r].find("allreduce"), std::string::npos) << messages[r];
+    EXPECT_NE(messages[r].find("broadcast"), std::string::npos) << messages[r];
+  }
+  // The communicator stays failed: later calls fail too, and never hang.
+  job.run([](Communicator& c) { EXPECT_NE(status_of([&] { c.barrier(); }), Status::Success); });
+}
+
+TEST_P(Faults, DifferentCountsOrDtypesAreMismatches) {
+  for (int variant = 0; variant < 2; ++variant) {
+    ThreadJob job(3, {.transport = GetParam(), .timeout = 10s});
+    ASSERT_TRUE(job.ok());
+    std::atomic<int> mismatches{0};
+    job.run([&](Communicator& c) {
+      std::vector<double> buf(8, 1.0);
+      std::size_t count = variant == 0 && c.rank() == 2 ? 7 : 8;
+      DataType t = variant == 1 && c.rank() == 1 ? DataType::Int64 : DataType::Float64;
+      Status s = status_of([&] { c.all_reduce(buf.data(), buf.data(), count, t, ReduceOp::Sum); });
+      if (s == Status::Mismatch) ++mismatches;
+      EXPECT_TRUE(s == Status::Mismatch || s == Status::RemoteError) << to_string(s);
+    });
+    EXPECT_GE(mismatches.load(), 1);
+  }
+}
+
+TEST_P(Faults, AbortFromAnotherThreadWakesABlockedCall) {
+  ThreadJob job(2, {.transport = GetParam(), .timeout = 60s});
+  ASSERT_TRUE(job.ok());
+  Communicator& c = job.comms()[0];
+  auto start = std::chrono::steady_clock::now();
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(200ms);
+    c.abort();
+  });
+  int value = 1;
+  Status s = status_of([&] { c.all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum); });
+  aborter.join();
+  EXPECT_NE(s, Status::Success);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(status_of([&] { c.barrier(); }), Status::InvalidUsage);
+  // The peer learns of the abort rather than waiting for its timeout.
+  Communicator& peer = job.comms()[1];
+  start = std::chrono::steady_clock::now();
+  EXPECT_EQ(status_of([&] { peer.all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum); }),
+            Status::RemoteError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST_P(Faults, APeerThatNeverArrivesIsATimeout) {
+  ThreadJob job(2, {.transport = GetParam(), .timeout = 1s});
+  ASSERT_TRUE(job.ok());
+  std::string message;
+  int value = 1;
+  auto start = std::chrono::steady_clock::now();
+  Status s = status_of([&] { job.comms()[0].all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum); },
+                       &message);
+  EXPECT_EQ(s, Status::Timeout) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_NE(job.comms()[0].last_error(), "");
+}
+
+TEST_P(Faults, DestroyingAPeerIsARemoteError) {
+  ThreadJob job(2, {.transport = GetParam(), .timeout = 30s});
+  ASSERT_TRUE(job.ok());
+  job.comms()[1] = Communicator();  // rank 1 goes away
+  int value = 1;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(status_of([&] { job.comms()[0].all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum); }),
+            Status::RemoteError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST_P(Faults, BadArgumentsAreRejectedBeforeAnythingIsSent) {
+  ThreadJob job(2, {.transport = GetParam(), .timeout = 10s});
+  ASSERT_TRUE(job.ok());
+  Communicator& c = job.comms()[0];
+  float x = 0;
+  auto bad_dtype = static_cast<DataType>(42);
+  auto bad_op = static_cast<ReduceOp>(-1);
+  std::vector<std::function<void()>> calls = {
+      [&] { c.all_reduce(nullptr, &x, 1, DataType::Float32, ReduceOp::Sum); },
+      [&] { c.all_reduce(&x, nullptr, 1, DataType::Float32, ReduceOp::Sum); },
+      [&] { c.all_reduce(&x, &x, 1, bad_dtype, ReduceOp::Sum); },
+      [&] { c.all_reduce(&x, &x, 1, DataType::Float32, bad_op); },
+      [&] { c.broadcast(&x, &x, 1, DataType::Float32, 2); },
+      [&] { c.reduce(&x, &x, 1, DataType::Float32, ReduceOp::Sum, -1); },
+      [&] { c.gather(&x, nullptr, 1, DataType::Float32, 0); },
+      [&] { c.all_reduce(&x, &x, SIZE_MAX / 2, DataType::Float32, ReduceOp::Sum); },
+      [&] { c.send(&x, 1, DataType::Float32, 0); },
+      [&] { c.send(&x, 1, DataType::Float32, 5); },
+      [&] { c.recv(nullptr, 1, DataType::Float32, 1); },
+      [&] { c.all_to_all_v(&x, {}, {}, &x, {}, {}, DataType::Float32); },
+  };
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    std::string message;
+    EXPECT_EQ(status_of(calls[i], &message), Status::InvalidArgument) << "call " << i;
+    EXPECT_FALSE(message.empty());
+    EXPECT_EQ(c.last_error(), message);
+  }
+  // Nothing was sent: the communicator still works for both ranks.
+  job.run([](Communicator& comm) {
+    int v = comm.rank() + 1;
+    comm.all_reduce(&v, &v, 1, DataType::Int32, ReduceOp::Sum);
+    EXPECT_EQ(v, 3);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Faults, ::testing::Values("auto", "tcp"));
+
+TEST(Init, MalformedStoreAddressesAreInvalidArguments) {
+  for (const char* address : {"", "nohostport", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:abc"}) {
+    InitOptions o;
+    o.nranks = 2;
+    o.rank = 1;
+    o.store_address = address;
+    EXPECT_EQ(status_of([&] { Communicator::init(o); }), Status::InvalidArgument) << address;
+  }
+  InitOptions o;
+  o.nranks = 2;
+  o.rank = 2;
+  o.store_address = "127.0.0.1:1234";
+  EXPECT_EQ(status_of([&] { Communicator::init(o); }), Status::InvalidArgument);
+}
+
+TEST(Init, SingleRankWithPortZero) {
+  InitOptions o;
+  o.store_address = "127.0.0.1:0";
+  Communicator c = Communicator::init(o);
+  double v = 2.5;
+  c.all_reduce(&v, &v, 1, DataType::Float64, ReduceOp::Avg);
+  EXPECT_EQ(v, 2.5);
+  EXPECT_EQ(c.size(), 1);
+}
+
+}  // namespace
+}  // namespace chorus::testing

@@ -1,0 +1,77 @@
+// Sub-communicators and non-blocking requests.
+#include "thread_ranks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <numeric>
+
+namespace chorus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Split : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Split, EvenOddGroupsOrderedByKeyAndNegativeColorOptsOut) {
+  ThreadJob job(5, {.transport = GetParam()});
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    const int r = world.rank();
+    // Rank 4 opts out; keys reverse the order inside each group.
+    Communicator sub = world.split(r == 4 ? -1 : r % 2, -r);
+    if (r == 4) {
+      EXPECT_FALSE(sub);
+    } else {
+      ASSERT_TRUE(sub);
+      const int members = r % 2 == 0 ? 2 : 2;  // {0,2} and {1,3}
+      EXPECT_EQ(sub.size(), members);
+      EXPECT_EQ(sub.rank(), (r < 2) ? 1 : 0);  // larger parent rank has the smaller key
+      int v = r;
+      sub.all_reduce(&v, &v, 1, DataType::Int32, ReduceOp::Sum);
+      EXPECT_EQ(v, r % 2 == 0 ? 0 + 2 : 1 + 3);
+    }
+    // The parent keeps working alongside its children.
+    int w = 1;
+    world.all_reduce(&w, &w, 1, DataType::Int32, ReduceOp::Sum);
+    EXPECT_EQ(w, 5);
+  });
+}
+
+TEST_P(Split, NestedSplitsAndAbortingAChildLeavesTheParentUsable) {
+  ThreadJob job(4, {.transport = GetParam()});
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    Communicator half = world.split(world.rank() / 2, world.rank());
+    Communicator single = half.split(half.rank(), 0);
+    EXPECT_EQ(single.size(), 1);
+    int v = 7;
+    single.all_reduce(&v, &v, 1, DataType::Int32, ReduceOp::Prod);
+    EXPECT_EQ(v, 7);
+    world.barrier();  // every rank is done with `half` before one of them aborts it
+    half.abort();
+    int w = world.rank();
+    world.all_reduce(&w, &w, 1, DataType::Int32, ReduceOp::Max);
+    EXPECT_EQ(w, 3);
+  });
+}
+
+TEST_P(Split, RequestsTestAndWaitFor) {
+  ThreadJob job(3, {.transport = GetParam()});
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    std::vector<float> big(1 << 16, 1.0f);
+    Request r = c.iall_reduce(big.data(), big.data(), big.size(), DataType::Float32, ReduceOp::Sum);
+    while (!r.test()) std::this_thread::sleep_for(100us);
+    EXPECT_EQ(big[12345], 3.0f);
+    Request b = c.ibarrier();
+    EXPECT_TRUE(b.wait_for(20s));
+    Request empty;
+    EXPECT_THROW(empty.wait(), Error);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Split, ::testing::Values("auto", "tcp"));
+
+}  // namespace
+}  // namespace chorus::testing

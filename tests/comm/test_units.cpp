@@ -1,0 +1,117 @@
+// The comm layer's pure parts: argument validation and the ordered executor.
+#include "comm/executor.hpp"
+#include "comm/validate.hpp"
+
+#include <chorus/error.hpp>
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace chorus::detail {
+namespace {
+
+using algorithms::CollectiveArgs;
+
+CollectiveArgs args(Collective c, const void* send, void* recv, std::size_t count, int root = 0) {
+  CollectiveArgs a;
+  a.collective = c;
+  a.send = send;
+  a.recv = recv;
+  a.count = count;
+  a.dtype = DataType::Float32;
+  a.root = root;
+  return a;
+}
+
+TEST(Validate, BuffersARankDoesNotUseMayBeNull) {
+  float x[8];
+  EXPECT_NO_THROW(validate_collective(args(Collective::Reduce, x, nullptr, 1, 1), 0, 2));
+  EXPECT_THROW(validate_collective(args(Collective::Reduce, x, nullptr, 1, 0), 0, 2), Error);
+  EXPECT_NO_THROW(validate_collective(args(Collective::Broadcast, nullptr, x, 1, 1), 0, 2));
+  EXPECT_THROW(validate_collective(args(Collective::Broadcast, nullptr, x, 1, 0), 0, 2), Error);
+  EXPECT_NO_THROW(validate_collective(args(Collective::Scatter, nullptr, x, 1, 1), 0, 2));
+  EXPECT_NO_THROW(validate_collective(args(Collective::Gather, x, nullptr, 1, 1), 0, 2));
+  EXPECT_NO_THROW(validate_collective(args(Collective::AllReduce, nullptr, nullptr, 0), 0, 2));
+  EXPECT_NO_THROW(validate_collective(args(Collective::Barrier, nullptr, nullptr, 0), 0, 2));
+}
+
+TEST(Validate, RootsDtypesOpsAndOverflow) {
+  float x[1];
+  EXPECT_THROW(validate_collective(args(Collective::Gather, x, x, 1, 2), 0, 2), Error);
+  CollectiveArgs bad = args(Collective::AllReduce, x, x, 1);
+  bad.dtype = static_cast<DataType>(10);
+  EXPECT_THROW(validate_collective(bad, 0, 2), Error);
+  bad = args(Collective::AllReduce, x, x, 1);
+  bad.op = static_cast<ReduceOp>(5);
+  EXPECT_THROW(validate_collective(bad, 0, 2), Error);
+  EXPECT_THROW(validate_collective(args(Collective::AllGather, x, x, SIZE_MAX / 4), 0, 2), Error);
+  try {
+    validate_collective(args(Collective::AllReduce, nullptr, x, 3), 0, 2);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::InvalidArgument);
+    EXPECT_STREQ(e.what(), "allreduce: sendbuf is NULL but the call moves 12 bytes");
+  }
+}
+
+TEST(Validate, AllToAllVNeedsOneEntryPerRankAndNoOverflow) {
+  float x[4];
+  std::size_t counts[2] = {1, 1}, displs[2] = {0, 1}, huge[2] = {SIZE_MAX, 0};
+  CollectiveArgs a = args(Collective::AllToAllV, x, x, 0);
+  a.send_counts = counts, a.send_displs = displs, a.recv_counts = counts, a.recv_displs = displs;
+  EXPECT_NO_THROW(validate_collective(a, 0, 2));
+  a.recv_displs = huge;
+  EXPECT_THROW(validate_collective(a, 0, 2), Error);
+  a.recv_displs = std::span<const std::size_t>(displs, 1);
+  EXPECT_THROW(validate_collective(a, 0, 2), Error);
+}
+
+TEST(Validate, PointToPointPeers) {
+  float x;
+  EXPECT_NO_THROW(validate_point_to_point(Collective::Send, &x, 1, DataType::Float32, 1, 0, 2));
+  EXPECT_THROW(validate_point_to_point(Collective::Send, &x, 1, DataType::Float32, 0, 0, 2), Error);
+  EXPECT_THROW(validate_point_to_point(Collective::Recv, &x, 1, DataType::Float32, 2, 0, 2), Error);
+  EXPECT_THROW(validate_point_to_point(Collective::Recv, nullptr, 1, DataType::Float32, 1, 0, 2), Error);
+}
+
+TEST(Executor, RunsInSubmissionOrderAndReportsFailures) {
+  std::vector<int> order;
+  std::atomic<int> failures{0};
+  auto executor = Executor::create([&](Status, const std::string&) { ++failures; });
+  std::vector<std::shared_ptr<RequestState>> requests;
+  for (int i = 0; i < 50; ++i) {
+    requests.push_back(executor->submit([&, i] {
+      order.push_back(i);
+      if (i == 7) throw Error(Status::Timeout, "seven");
+    }));
+  }
+  for (auto& r : requests) EXPECT_TRUE(executor->wait(*r, std::nullopt));
+  ASSERT_EQ(order.size(), 50u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(order[i], i);
+  EXPECT_EQ(requests[7]->status, Status::Timeout);
+  EXPECT_EQ(requests[7]->message, "seven");
+  EXPECT_EQ(failures.load(), 1);
+}
+
+TEST(Executor, WaitForTimesOutAndDrainFinishesQueuedWork) {
+  auto executor = Executor::create(nullptr);
+  std::atomic<bool> release{false};
+  auto slow = executor->submit([&] {
+    while (!release) std::this_thread::yield();
+  });
+  EXPECT_FALSE(executor->wait(*slow, std::chrono::milliseconds(20)));
+  std::atomic<int> ran{0};
+  auto next = executor->submit([&] { ++ran; });
+  release = true;
+  executor->drain_and_stop();
+  EXPECT_TRUE(slow->done);
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_THROW(executor->submit([] {}), Error);
+}
+
+}  // namespace
+}  // namespace chorus::detail

@@ -1,0 +1,56 @@
+// An in-process transport::Transport for tests: N ranks as N threads sharing
+// one MemoryFabric.
+//
+// Semantics follow transport/transport.hpp: messages between an ordered pair
+// arrive in posting order; sends complete at once (the bytes are copied into
+// the receiver's inbox, which also buffers messages that arrive before their
+// receive); a receive whose fingerprint (fingerprints_match) or byte count
+// disagrees fails with Status::Mismatch naming both calls; a wait past its
+// deadline fails with Status::Timeout naming the peers still awaited. abort()
+// on any rank breaks every rank of the fabric (RemoteError for the others), so
+// a failing test thread releases the rest at once. After a throw a transport
+// is broken and every later call throws the same error.
+#pragma once
+
+#include "transport/transport.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chorus::testing {
+
+class MemoryEndpoint;
+
+class MemoryFabric {
+ public:
+  explicit MemoryFabric(int size);
+  ~MemoryFabric();
+  MemoryFabric(const MemoryFabric&) = delete;
+  MemoryFabric& operator=(const MemoryFabric&) = delete;
+
+  int size() const { return static_cast<int>(endpoints_.size()); }
+  /// The transport of `rank`, owned by the fabric. Use it from one thread.
+  transport::Transport& transport(int rank);
+  /// Messages `rank` has posted so far (to check that a call sent nothing).
+  std::uint64_t messages_sent(int rank) const;
+
+ private:
+  friend class MemoryEndpoint;
+  MemoryEndpoint& endpoint(int rank) const { return *endpoints_[static_cast<std::size_t>(rank)]; }
+
+  std::vector<std::unique_ptr<MemoryEndpoint>> endpoints_;
+};
+
+/// Runs `body(transport, rank)` on one thread per rank of `fabric` and joins
+/// them. Returns one message per rank that threw (empty when none did); a
+/// throwing rank aborts the fabric so that the others stop waiting.
+std::vector<std::string> run_ranks(MemoryFabric& fabric,
+                                   const std::function<void(transport::Transport&, int)>& body);
+/// The same on a fresh fabric of `size` ranks.
+std::vector<std::string> run_ranks(int size,
+                                   const std::function<void(transport::Transport&, int)>& body);
+
+}  // namespace chorus::testing

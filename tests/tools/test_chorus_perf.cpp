@@ -1,0 +1,59 @@
+// chorus-perf under chorusrun, end to end: real processes, the store hosted by
+// the launcher, every collective checked against its closed form.
+#include <gtest/gtest.h>
+
+#include "process.hpp"
+
+namespace chorus::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+ProcessResult perf(int ranks, std::vector<std::string> perf_args, std::vector<std::string> env) {
+  std::vector<std::string> args = {CHORUSRUN_PATH, "-n", std::to_string(ranks),
+                                   "--timeout",    "50", CHORUS_PERF_PATH};
+  args.insert(args.end(), perf_args.begin(), perf_args.end());
+  ProcessOptions options;
+  env.push_back("CHORUS_TIMEOUT=20");  // a hang fails inside the test's time, not at ctest's
+  options.env = std::move(env);
+  options.timeout = 55s;
+  return run_process(args, options);
+}
+
+void expect_clean(const ProcessResult& result) {
+  EXPECT_EQ(result.exit_code, 0) << result.err << result.out;
+  EXPECT_NE(result.out.find("# Out of bounds values : 0 OK"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("# Avg bus bandwidth"), std::string::npos);
+  for (const char* name : {"allreduce", "broadcast", "reduce", "allgather", "reducescatter",
+                           "gather", "scatter", "alltoall", "alltoallv", "sendrecv", "barrier"}) {
+    EXPECT_NE(result.out.find(std::string("# Collective: ") + name + " "), std::string::npos)
+        << name;
+  }
+}
+
+const std::vector<std::string> kAllCollectives = {"-t", "all", "-b", "8",  "-e", "64K", "-f",
+                                                  "8",  "-c",  "1",  "-n", "2",  "-w",  "1"};
+
+TEST(ChorusPerf, AllCollectivesOverTcp) {
+  expect_clean(perf(3, kAllCollectives, {"CHORUS_TRANSPORT=tcp"}));
+}
+
+TEST(ChorusPerf, AllCollectivesDefaultTransport) {
+  expect_clean(perf(3, kAllCollectives, {"CHORUS_TRANSPORT"}));
+}
+
+TEST(ChorusPerf, EveryTypeAndOpInPlaceWithRoot) {
+  expect_clean(perf(4,
+                    {"-t", "all", "-d", "all", "-o", "all", "-z", "-r", "3", "-b", "0", "-e", "1K",
+                     "-f", "32", "-n", "1", "-w", "0"},
+                    {}));
+}
+
+TEST(ChorusPerf, BadRootIsAUsageError) {
+  ProcessResult result = perf(2, {"-r", "2", "-b", "8", "-e", "8"}, {});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("-r 2 is not a rank"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace chorus::test

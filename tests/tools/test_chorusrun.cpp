@@ -1,0 +1,245 @@
+// chorusrun as a black box: programs that need no Chorus (sh, true, sleep)
+// started through it, checking exit statuses, messages, environment, output
+// tagging, timeouts and the stopping of the surviving ranks.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "process.hpp"
+
+namespace chorus::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+ProcessResult chorusrun(std::vector<std::string> args, ProcessOptions options = {}) {
+  args.insert(args.begin(), CHORUSRUN_PATH);
+  if (options.timeout == ProcessOptions{}.timeout) options.timeout = 20s;
+  return run_process(args, options);
+}
+
+ProcessOptions with_env(std::vector<std::string> env) {
+  ProcessOptions options;
+  options.env = std::move(env);
+  return options;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// True when `pid` is gone or a zombie (dead, waiting for its new parent to reap it).
+bool is_dead(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("State:", 0) == 0) return line.find('Z') != std::string::npos;
+  }
+  return true;
+}
+
+/// Death by PDEATHSIG or SIGKILL is delivered asynchronously: give it a moment.
+bool becomes_dead(pid_t pid) {
+  for (int i = 0; i < 300 && !is_dead(pid); ++i) std::this_thread::sleep_for(10ms);
+  return is_dead(pid);
+}
+
+std::vector<pid_t> read_pids(const TempDir& dir, int ranks) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < ranks; ++r)
+    pids.push_back(std::stoi(read_file(dir.path() + "/pid." + std::to_string(r))));
+  return pids;
+}
+
+// A rank script that records its pid, then becomes `sleep 30` (same pid).
+std::string record_pid_then_sleep(const TempDir& dir) {
+  return "echo $$ > " + dir.path() + "/pid.$RANK; exec sleep 30";
+}
+
+TEST(Chorusrun, AllRanksSucceed) {
+  ProcessResult result = chorusrun({"-n", "3", "/bin/true"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+}
+
+TEST(Chorusrun, FailingRankIsNamedAndOthersStop) {
+  ProcessResult result =
+      chorusrun({"-n", "3", "sh", "-c", "if [ \"$RANK\" = 1 ]; then exit 3; fi; exec sleep 30"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("rank 1 (pid "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("exited with status 3"), std::string::npos) << result.err;
+  EXPECT_LT(result.seconds, 10);
+}
+
+TEST(Chorusrun, KilledRankNamesSignalAndSurvivorsAreStopped) {
+  TempDir dir;
+  // Rank 2 kills itself once the others have recorded their pids.
+  std::string wait_others = "while [ ! -s " + dir.path() + "/pid.0 ] || [ ! -s " + dir.path() +
+                            "/pid.1 ]; do sleep 0.05; done; ";
+  std::string script =
+      "if [ \"$RANK\" = 2 ]; then " + wait_others + "kill -9 $$; fi; " + record_pid_then_sleep(dir);
+  ProcessResult result = chorusrun({"-n", "3", "sh", "-c", script});
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL);
+  EXPECT_NE(result.err.find("rank 2 (pid "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("killed by signal 9 (Killed)"), std::string::npos) << result.err;
+  EXPECT_LT(result.seconds, 10);
+  for (pid_t pid : read_pids(dir, 2)) EXPECT_TRUE(becomes_dead(pid)) << "rank pid " << pid;
+}
+
+TEST(Chorusrun, RankIgnoringSigtermIsKilledAfterGrace) {
+  std::string script = "trap '' TERM; if [ \"$RANK\" = 0 ]; then sleep 0.5; exit 5; fi; sleep 30";
+  ProcessResult result = chorusrun({"-n", "2", "sh", "-c", script});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("rank 0 (pid "), std::string::npos) << result.err;
+  EXPECT_GE(result.seconds, 2.5);
+  EXPECT_LT(result.seconds, 10);
+}
+
+TEST(Chorusrun, TagOutputPrefixesLinesPerStream) {
+  ProcessResult result = chorusrun({"--tag-output", "-n", "2", "sh", "-c",
+                                    "echo out $RANK; echo err $RANK >&2; printf tail$RANK"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (std::string rank : {"0", "1"}) {
+    EXPECT_NE(result.out.find("[" + rank + "] out " + rank + "\n"), std::string::npos)
+        << result.out;
+    EXPECT_NE(result.out.find("[" + rank + "] tail" + rank + "\n"), std::string::npos)
+        << result.out;
+    EXPECT_NE(result.err.find("[" + rank + "] err " + rank + "\n"), std::string::npos)
+        << result.err;
+  }
+  EXPECT_EQ(result.out.find("err"), std::string::npos);
+}
+
+// Parses the "[r] RANK WORLD_SIZE ..." lines of EnvironmentPerRank's script.
+std::vector<std::vector<std::string>> tagged_words(const std::string& out) {
+  std::vector<std::vector<std::string>> lines;
+  std::istringstream stream(out);
+  std::string line;
+  while (std::getline(stream, line)) {
+    std::istringstream words(line);
+    std::vector<std::string> fields;
+    for (std::string word; words >> word;) fields.push_back(word);
+    lines.push_back(fields);
+  }
+  return lines;
+}
+
+constexpr const char* kPrintEnv =
+    "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT "
+    "$CHORUS_STORE_EXTERNAL $CHORUS_AUTH_TOKEN";
+
+TEST(Chorusrun, EnvironmentPerRank) {
+  ProcessResult result = chorusrun({"--tag-output", "-n", "3", "sh", "-c", kPrintEnv},
+                                   with_env({"CHORUS_AUTH_TOKEN"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto lines = tagged_words(result.out);
+  ASSERT_EQ(lines.size(), 3u) << result.out;
+  std::set<std::string> ranks;
+  for (const auto& f : lines) {
+    ASSERT_EQ(f.size(), 10u) << result.out;
+    EXPECT_EQ(f[0], "[" + f[1] + "]");
+    ranks.insert(f[1]);
+    EXPECT_EQ(f[2], "3");
+    EXPECT_EQ(f[3], f[1]);  // one node: local rank = rank
+    EXPECT_EQ(f[4], "3");
+    EXPECT_EQ(f[5], "0");
+    EXPECT_EQ(f[6], "127.0.0.1");
+    EXPECT_GT(std::stoi(f[7]), 0);
+    EXPECT_EQ(f[8], "1");
+    EXPECT_EQ(f[9].size(), 64u);
+    EXPECT_EQ(f[9], lines[0][9]);  // one secret per job
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"}));
+}
+
+TEST(Chorusrun, GivenTokenAndSecondNodeNumbering) {
+  ProcessResult result =
+      chorusrun({"--tag-output", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                 "--master-port", "29500", "-n", "2", "sh", "-c", kPrintEnv},
+                with_env({"CHORUS_AUTH_TOKEN=s3cret"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto lines = tagged_words(result.out);
+  ASSERT_EQ(lines.size(), 2u) << result.out;
+  for (const auto& f : lines) {
+    ASSERT_EQ(f.size(), 10u) << result.out;
+    EXPECT_TRUE(f[1] == "2" || f[1] == "3") << f[1];
+    EXPECT_EQ(f[2], "4");
+    EXPECT_EQ(std::stoi(f[1]) - 2, std::stoi(f[3]));
+    EXPECT_EQ(f[5], "1");
+    EXPECT_EQ(f[7], "29500");
+    EXPECT_EQ(f[9], "s3cret");
+  }
+}
+
+TEST(Chorusrun, TimeoutStopsTheJob) {
+  ProcessResult result = chorusrun({"--timeout", "0.5", "-n", "2", "sleep", "30"});
+  EXPECT_EQ(result.exit_code, 124);
+  EXPECT_NE(result.err.find("timeout"), std::string::npos) << result.err;
+  EXPECT_LT(result.seconds, 5);
+}
+
+TEST(Chorusrun, SigtermIsForwarded) {
+  TempDir dir;
+  ProcessOptions options;
+  options.on_start = [&](pid_t launcher) {
+    ASSERT_TRUE(wait_for_file(dir.path() + "/pid.1", 5s));
+    ASSERT_TRUE(wait_for_file(dir.path() + "/pid.0", 5s));
+    kill(launcher, SIGTERM);
+  };
+  ProcessResult result = chorusrun({"-n", "2", "sh", "-c", record_pid_then_sleep(dir)}, options);
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  EXPECT_LT(result.seconds, 10);
+  for (pid_t pid : read_pids(dir, 2)) EXPECT_TRUE(becomes_dead(pid));
+}
+
+TEST(Chorusrun, RanksDieWithTheLauncher) {
+  TempDir dir;
+  ProcessOptions options;
+  options.on_start = [&](pid_t launcher) {
+    ASSERT_TRUE(wait_for_file(dir.path() + "/pid.1", 5s));
+    ASSERT_TRUE(wait_for_file(dir.path() + "/pid.0", 5s));
+    kill(launcher, SIGKILL);
+  };
+  ProcessResult result = chorusrun({"-n", "2", "sh", "-c", record_pid_then_sleep(dir)}, options);
+  EXPECT_EQ(result.signal, SIGKILL);
+  EXPECT_LT(result.seconds, 10);  // the pipes closed: no rank outlived the launcher
+  for (pid_t pid : read_pids(dir, 2)) EXPECT_TRUE(becomes_dead(pid));
+}
+
+TEST(Chorusrun, BadUsageExitsWithTwo) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"-n", "0", "/bin/true"},
+      {"-n", "x", "/bin/true"},
+      {"-n"},
+      {"--frobnicate", "/bin/true"},
+      {"--timeout", "-1", "/bin/true"},
+      {"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "--master-port", "1",
+       "/bin/true"},
+      {"--nnodes", "2", "/bin/true"},
+      {"--nnodes", "2", "--master-addr", "127.0.0.1", "--master-port", "1", "/bin/true"},
+  };
+  for (const auto& args : cases) {
+    ProcessResult result = chorusrun(args, with_env({"CHORUS_AUTH_TOKEN"}));
+    EXPECT_EQ(result.exit_code, 2) << testing::PrintToString(args) << result.err;
+    EXPECT_NE(result.err.find("chorusrun: "), std::string::npos);
+  }
+}
+
+TEST(Chorusrun, HelpAndMissingProgram) {
+  ProcessResult help = chorusrun({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("CHORUS_AUTH_TOKEN"), std::string::npos);
+  ProcessResult missing = chorusrun({"-n", "2", "no-such-program-chorus"});
+  EXPECT_EQ(missing.exit_code, 127);
+}
+
+}  // namespace
+}  // namespace chorus::test

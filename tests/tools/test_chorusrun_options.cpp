@@ -1,0 +1,60 @@
+// chorusrun's command-line parser as a pure function.
+#include <gtest/gtest.h>
+
+#include <chorus/error.hpp>
+
+#include "options.hpp"
+
+namespace chorus::run {
+namespace {
+
+Options parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "chorusrun");
+  return parse_options(static_cast<int>(args.size()), args.data());
+}
+
+TEST(ChorusrunOptions, Spellings) {
+  EXPECT_EQ(parse({"-n", "4", "p"}).nproc_per_node, 4);
+  EXPECT_EQ(parse({"-n4", "p"}).nproc_per_node, 4);
+  EXPECT_EQ(parse({"-np", "5", "p"}).nproc_per_node, 5);
+  EXPECT_EQ(parse({"--nproc-per-node=6", "p"}).nproc_per_node, 6);
+  EXPECT_EQ(parse({"--nproc-per-node", "7", "p"}).nproc_per_node, 7);
+  Options o = parse({"--nnodes", "2", "--node-rank=1", "--master-addr", "h", "--master-port", "9",
+                     "--tag-output", "--timeout", "1.5", "p", "-n", "3"});
+  EXPECT_EQ(o.nnodes, 2);
+  EXPECT_EQ(o.node_rank, 1);
+  EXPECT_EQ(o.master_addr, "h");
+  EXPECT_EQ(o.master_port, 9);
+  EXPECT_TRUE(o.tag_output);
+  EXPECT_DOUBLE_EQ(o.timeout_seconds, 1.5);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"p", "-n", "3"}));  // options end at the program
+}
+
+TEST(ChorusrunOptions, DoubleDashEndsOptions) {
+  EXPECT_EQ(parse({"--", "-weird"}).command, (std::vector<std::string>{"-weird"}));
+}
+
+TEST(ChorusrunOptions, HelpNeedsNoProgram) { EXPECT_TRUE(parse({"-h"}).help); }
+
+TEST(ChorusrunOptions, Rejections) {
+  const std::vector<std::vector<const char*>> bad = {
+      {},
+      {"-n", "0", "p"},
+      {"-n", "-1", "p"},
+      {"-n", "3x", "p"},
+      {"-n", "99999999999", "p"},
+      {"--timeout", "0", "p"},
+      {"--timeout", "nan", "p"},
+      {"--master-port", "70000", "p"},
+      {"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "--master-port", "1", "p"},
+      {"--nnodes", "2", "p"},
+      {"--bogus", "p"},
+      {"--timeout"},
+  };
+  for (const auto& args : bad) {
+    EXPECT_THROW(parse(args), Error) << testing::PrintToString(args);
+  }
+}
+
+}  // namespace
+}  // namespace chorus::run

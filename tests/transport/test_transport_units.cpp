@@ -1,0 +1,175 @@
+// Unit tests of the transport's pieces, without a mesh: the SPSC ring, the
+// rendezvous record, the ABORT frame, the doorbell, shared-memory segments and
+// the per-peer framing/matching over a scripted link (garbage on the wire).
+#include "transport/abort_frame.hpp"
+#include "transport/doorbell.hpp"
+#include "transport/peer_channel.hpp"
+#include "transport/rank_info.hpp"
+#include "transport/shm/ring.hpp"
+#include "transport/shm/segment.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+namespace chorus::transport {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Ring, StreamsThroughWrapAroundBetweenTwoThreads) {
+  shm::RingControl control;
+  alignas(64) static std::byte data[4096];
+  shm::Ring producer(&control, data, sizeof(data));
+  shm::Ring consumer(&control, data, sizeof(data));
+  std::vector<unsigned char> stream(300000), received;
+  std::mt19937 random(7);
+  for (auto& b : stream) b = static_cast<unsigned char>(random());
+  std::thread writer([&] {
+    std::mt19937 sizes(1);
+    for (std::size_t done = 0; done < stream.size();) {
+      std::size_t want = std::min<std::size_t>(1 + sizes() % 5000, stream.size() - done);
+      done += producer.write(stream.data() + done, want);
+      std::this_thread::yield();
+    }
+    producer.close_producer();
+  });
+  std::mt19937 sizes(2);
+  while (!consumer.producer_gone_and_drained()) {
+    unsigned char chunk[6000];
+    std::size_t n = consumer.read(chunk, 1 + sizes() % sizeof(chunk));
+    received.insert(received.end(), chunk, chunk + n);
+    if (n == 0) std::this_thread::yield();
+  }
+  writer.join();
+  EXPECT_TRUE(received == stream);
+}
+
+TEST(Ring, FullAndEmptyAndClosedFlags) {
+  shm::RingControl control;
+  alignas(64) static std::byte data[4096];
+  shm::Ring ring(&control, data, sizeof(data));
+  std::vector<char> big(5000, 'a');
+  EXPECT_EQ(ring.write(big.data(), big.size()), 4096u);
+  EXPECT_EQ(ring.write(big.data(), 1), 0u);
+  EXPECT_EQ(ring.read(big.data(), 100), 100u);
+  EXPECT_EQ(ring.write(big.data(), 1000), 100u);
+  ring.close_producer();
+  EXPECT_FALSE(ring.producer_gone_and_drained());  // bytes are still in the ring
+  EXPECT_EQ(ring.read(big.data(), big.size()), 4096u);
+  EXPECT_TRUE(ring.producer_gone_and_drained());
+  EXPECT_FALSE(ring.consumer_closed());
+  ring.close_consumer();
+  EXPECT_TRUE(ring.consumer_closed());
+}
+
+TEST(RankInfo, RoundTripAndMalformedRecords) {
+  RankInfo info{"host:with\nodd 5:bytes", 4242, "10.0.0.7", 50123, random_token()};
+  RankInfo back = decode_rank_info(encode(info), 3);
+  EXPECT_EQ(back.host, info.host);
+  EXPECT_EQ(back.pid, 4242);
+  EXPECT_EQ(back.address, "10.0.0.7");
+  EXPECT_EQ(back.port, 50123);
+  EXPECT_EQ(back.token, info.token);
+  EXPECT_EQ(info.token.size(), 32u);
+  EXPECT_NE(info.token, random_token());
+  std::vector<std::string> malformed = {"",
+                                        "5:abc",
+                                        "1:a1:b1:c1:d1:e",
+                                        "1:a2:121:x5:999991:t",
+                                        encode(info) + "x",
+                                        "99999999999999999999:a"};
+  for (const std::string& bad : malformed) {
+    try {
+      decode_rank_info(bad, 3);
+      ADD_FAILURE() << "accepted \"" << bad << "\"";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::RemoteError);
+      EXPECT_NE(std::string(e.what()).find("rank 3"), std::string::npos);
+    }
+  }
+}
+
+TEST(RankInfo, TopologyNumbersHostsByFirstAppearance) {
+  std::vector<RankInfo> infos(5);
+  const char* hosts[] = {"y", "x", "y", "z", "x"};
+  for (int r = 0; r < 5; ++r) infos[r].host = hosts[r];
+  Topology topology = topology_of(infos);
+  EXPECT_EQ(topology.host_of_rank, (std::vector<int>{0, 1, 0, 2, 1}));
+  EXPECT_EQ(topology.num_hosts, 3);
+  EXPECT_EQ(topology.ranks_on_host(1), 2);
+}
+
+std::span<const std::byte> payload_of(const std::vector<std::byte>& frame) {
+  return std::span<const std::byte>(frame).subspan(sizeof(FrameHeader));
+}
+
+TEST(AbortFrame, CarriesStatusAndSentence) {
+  auto frame = make_abort_frame(Status::Mismatch, "rank 2 is in allreduce #1");
+  FrameHeader header;
+  std::memcpy(&header, frame.data(), sizeof(header));
+  EXPECT_EQ(header.magic, kFrameMagic);
+  EXPECT_EQ(header.kind, static_cast<std::uint8_t>(FrameKind::Abort));
+  EXPECT_EQ(header.payload_bytes, frame.size() - sizeof(header));
+  Error mismatch = error_from_abort(2, payload_of(frame));
+  EXPECT_EQ(mismatch.status(), Status::Mismatch);
+  EXPECT_STREQ(mismatch.what(), "rank 2 aborted: rank 2 is in allreduce #1");
+  Error other = error_from_abort(5, payload_of(make_abort_frame(Status::Timeout, "slow")));
+  EXPECT_EQ(other.status(), Status::RemoteError);
+  EXPECT_STREQ(other.what(), "rank 5 aborted: slow");
+  EXPECT_LE(make_abort_frame(Status::Timeout, std::string(100000, 'x')).size(), 4200u);
+  EXPECT_EQ(error_from_abort(1, {}).status(), Status::RemoteError);
+}
+
+TEST(Doorbell, RingWakesASleeperAndSleepIsBounded) {
+  DoorbellWord word;
+  Doorbell bell(&word);
+  std::uint32_t sequence = bell.arm();
+  auto start = Clock::now();
+  std::thread ringer([&] {
+    std::this_thread::sleep_for(50ms);
+    bell.ring();
+  });
+  bell.sleep(sequence, 5000);
+  bell.disarm();
+  ringer.join();
+  EXPECT_LT(Clock::now() - start, 2s);
+  // A ring between arm() and sleep() is not lost.
+  sequence = bell.arm();
+  bell.ring();
+  start = Clock::now();
+  bell.sleep(sequence, 5000);
+  EXPECT_LT(Clock::now() - start, 1s);
+  sequence = bell.arm();
+  start = Clock::now();
+  bell.sleep(sequence, 30);
+  bell.disarm();
+  bell.disarm();
+  EXPECT_GE(Clock::now() - start, 25ms);
+}
+
+TEST(Segment, CreateOpenUnlink) {
+  std::string name = "/chorus-unit-" + random_token();
+  auto created = shm::Segment::create(name, 8192);
+  EXPECT_THROW(shm::Segment::create(name, 8192), Error);
+  EXPECT_THROW(shm::Segment::open(name, 4096), Error);
+  auto opened = shm::Segment::open(name, 8192);
+  created->base()[100] = std::byte{42};
+  EXPECT_EQ(opened->base()[100], std::byte{42});
+  EXPECT_TRUE(std::filesystem::exists("/dev/shm" + name));
+  created->unlink();
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name));
+  EXPECT_EQ(opened->base()[100], std::byte{42});  // still mapped
+  EXPECT_THROW(shm::Segment::open(name, 8192), Error);
+  created.reset();
+  { auto dropped = shm::Segment::create(name, 4096); }
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name)) << "the destructor unlinks";
+}
+
+}  // namespace
+}  // namespace chorus::transport

@@ -1,0 +1,105 @@
+// chorusrun: starts the ranks of a Chorus job on this node (see options.cpp's
+// usage text for the contract).
+#include <chorus/error.hpp>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "bootstrap/auth.hpp"
+#include "bootstrap/store.hpp"
+#include "job.hpp"
+#include "launcher.hpp"
+#include "options.hpp"
+#include "signals.hpp"
+#include "spawn.hpp"
+
+namespace chorus::run {
+namespace {
+
+constexpr int kUsageExit = 2;
+constexpr int kNotFoundExit = 127;
+
+int usage_error(const std::string& sentence) {
+  std::fprintf(stderr, "chorusrun: %s\nTry 'chorusrun --help'.\n", sentence.c_str());
+  return kUsageExit;
+}
+
+// The job's secret: CHORUS_AUTH_TOKEN when set (required with several nodes,
+// which must all use the same one), else a fresh random one.
+std::string job_secret(const Options& options) {
+  const char* token = std::getenv("CHORUS_AUTH_TOKEN");
+  if (token && *token) return token;
+  if (options.nnodes > 1) {
+    throw Error(Status::InvalidArgument,
+                "--nnodes > 1 needs CHORUS_AUTH_TOKEN set to the same secret on every node");
+  }
+  return auth::random_secret();
+}
+
+// Starts the store on node 0. Its thread is created with the launcher's signals
+// blocked, so only the main thread ever runs their handlers.
+std::unique_ptr<StoreServer> host_store(const std::string& host, int port,
+                                        const std::string& secret) {
+  sigset_t handled, saved;
+  sigemptyset(&handled);
+  for (int number : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, number);
+  pthread_sigmask(SIG_BLOCK, &handled, &saved);
+  try {
+    auto server = std::make_unique<StoreServer>(host, static_cast<std::uint16_t>(port), secret);
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    return server;
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    throw;
+  }
+}
+
+int launch(const Options& options) {
+  std::string secret;
+  std::string program;
+  try {
+    secret = job_secret(options);
+  } catch (const Error& error) {
+    return usage_error(error.what());
+  }
+  try {
+    program = resolve_program(options.command.front());
+  } catch (const Error& error) {
+    std::fprintf(stderr, "chorusrun: %s\n", error.what());
+    return kNotFoundExit;
+  }
+  SignalPipe signals;
+  JobContact contact{options.master_addr.empty() ? "127.0.0.1" : options.master_addr,
+                     options.master_port, secret};
+  std::unique_ptr<StoreServer> store;
+  if (options.node_rank == 0) {
+    store = host_store(contact.master_addr, contact.master_port, secret);
+    contact.master_port = store->port();
+  }
+  return run_job(make_job_plan(options, contact, program), signals);
+}
+
+}  // namespace
+}  // namespace chorus::run
+
+int main(int argc, char** argv) {
+  using namespace chorus::run;
+  Options options;
+  try {
+    options = parse_options(argc, argv);
+  } catch (const chorus::Error& error) {
+    return usage_error(error.what());
+  }
+  if (options.help) {
+    std::fputs(usage_text().c_str(), stdout);
+    return 0;
+  }
+  try {
+    return launch(options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "chorusrun: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,187 @@
+// chorusrun's command line parser (see options.hpp).
+#include "options.hpp"
+
+#include <charconv>
+#include <chorus/error.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+namespace chorus::run {
+namespace {
+
+[[noreturn]] void bad_usage(const std::string& sentence) {
+  throw Error(Status::InvalidArgument, sentence);
+}
+
+int parse_int(std::string_view option, std::string_view text, int min_value, int max_value) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < min_value ||
+      value > max_value) {
+    bad_usage(std::string(option) + " needs an integer in [" + std::to_string(min_value) + ", " +
+              std::to_string(max_value) + "], got '" + std::string(text) + "'");
+  }
+  return value;
+}
+
+double parse_seconds(std::string_view option, const std::string& text) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value <= 0 || value > 1e7) {
+    bad_usage(std::string(option) + " needs a positive number of seconds, got '" + text + "'");
+  }
+  return value;
+}
+
+using Setter = std::function<void(Options&, std::string_view name, const std::string& value)>;
+
+struct ValueOption {
+  std::string_view long_name;   // without "--"
+  std::string_view short_name;  // without "-", "" when none
+  Setter set;
+};
+
+const std::vector<ValueOption>& value_options() {
+  static const std::vector<ValueOption> options = {
+      {"nproc-per-node", "n",
+       [](Options& o, auto name, const auto& v) {
+         o.nproc_per_node = parse_int(name, v, 1, 4096);
+       }},
+      {"np", "np",
+       [](Options& o, auto name, const auto& v) {
+         o.nproc_per_node = parse_int(name, v, 1, 4096);
+       }},
+      {"nnodes", "",
+       [](Options& o, auto name, const auto& v) { o.nnodes = parse_int(name, v, 1, 65536); }},
+      {"node-rank", "",
+       [](Options& o, auto name, const auto& v) { o.node_rank = parse_int(name, v, 0, 65535); }},
+      {"master-addr", "",
+       [](Options& o, auto name, const auto& v) {
+         if (v.empty()) bad_usage(std::string(name) + " needs a host name or address");
+         o.master_addr = v;
+       }},
+      {"master-port", "",
+       [](Options& o, auto name, const auto& v) { o.master_port = parse_int(name, v, 0, 65535); }},
+      {"timeout", "",
+       [](Options& o, auto name, const auto& v) { o.timeout_seconds = parse_seconds(name, v); }},
+  };
+  return options;
+}
+
+// Finds the value option spelled `word` ("--name", "--name=v", "-n", "-n4", "-np").
+// Returns null when `word` is not one; sets *inline_value when the value is attached.
+const ValueOption* match_value_option(std::string_view word,
+                                      std::optional<std::string>* inline_value) {
+  for (const ValueOption& option : value_options()) {
+    if (word.starts_with("--")) {
+      std::string_view body = word.substr(2);
+      if (body == option.long_name) return &option;
+      if (body.starts_with(option.long_name) && body.size() > option.long_name.size() &&
+          body[option.long_name.size()] == '=') {
+        *inline_value = std::string(body.substr(option.long_name.size() + 1));
+        return &option;
+      }
+    } else if (!option.short_name.empty() && word.substr(1) == option.short_name) {
+      return &option;
+    }
+  }
+  // "-n4": the short option -n with its value attached.
+  if (word.size() > 2 && word.starts_with("-n") && word[2] >= '0' && word[2] <= '9') {
+    *inline_value = std::string(word.substr(2));
+    return &value_options().front();
+  }
+  return nullptr;
+}
+
+void check_consistency(const Options& options) {
+  if (options.help) return;
+  if (options.command.empty()) bad_usage("no program to run was given");
+  if (options.node_rank >= options.nnodes) {
+    bad_usage("--node-rank " + std::to_string(options.node_rank) + " must be below --nnodes " +
+              std::to_string(options.nnodes));
+  }
+  if (options.nnodes > 1 && (options.master_addr.empty() || options.master_port == 0)) {
+    bad_usage(
+        "--nnodes > 1 needs --master-addr and a non-zero --master-port (the store of node 0)");
+  }
+  long long world = static_cast<long long>(options.nnodes) * options.nproc_per_node;
+  if (world > (1 << 20)) bad_usage("--nnodes x --nproc-per-node is too large");
+}
+
+}  // namespace
+
+Options parse_options(int argc, const char* const argv[]) {
+  Options options;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string_view word = argv[i];
+    if (word == "--") {
+      ++i;
+      break;
+    }
+    if (word == "-h" || word == "--help") {
+      options.help = true;
+      continue;
+    }
+    if (word == "--tag-output") {
+      options.tag_output = true;
+      continue;
+    }
+    if (!word.starts_with("-") || word == "-") break;  // the program
+    std::optional<std::string> value;
+    const ValueOption* option = match_value_option(word, &value);
+    if (option == nullptr) bad_usage("unknown option '" + std::string(word) + "'");
+    if (!value) {
+      if (i + 1 >= argc) bad_usage("option '" + std::string(word) + "' needs a value");
+      value = argv[++i];
+    }
+    option->set(options, word.substr(0, word.find('=')), *value);
+  }
+  for (; i < argc; ++i) options.command.emplace_back(argv[i]);
+  check_consistency(options);
+  return options;
+}
+
+std::string usage_text() {
+  return R"(usage: chorusrun [options] program [args...]
+
+Starts the ranks of one node of a Chorus job, hosts the job's store on node 0,
+and stops every rank as soon as one of them fails.
+
+options:
+  -n, -np, --nproc-per-node N  ranks to start on this node (default 1)
+  --nnodes N                   nodes in the job (default 1)
+  --node-rank R                index of this node, 0 <= R < N (default 0)
+  --master-addr HOST           address of node 0, where the store runs
+                               (default 127.0.0.1; required with --nnodes > 1)
+  --master-port PORT           port of the store (default: a free port;
+                               required with --nnodes > 1)
+  --tag-output                 prefix every output line with "[rank] "
+  --timeout S                  stop the job after S seconds (exit status 124)
+  -h, --help                   print this text
+
+Every rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (the
+node rank), MASTER_ADDR, MASTER_PORT, CHORUS_AUTH_TOKEN and CHORUS_STORE_EXTERNAL=1.
+Ranks are numbered node_rank * nproc_per_node + local_rank.
+
+Authentication: every connection of the job proves knowledge of a secret.
+chorusrun makes a fresh one per job unless CHORUS_AUTH_TOKEN is set. With
+--nnodes > 1 you must set CHORUS_AUTH_TOKEN to the same value on every node
+(e.g. CHORUS_AUTH_TOKEN=$(openssl rand -hex 32)).
+
+Failures: when a rank exits non-zero or is killed by a signal, chorusrun says
+which, sends SIGTERM to the other ranks, SIGKILL 3 s later, and exits with 1
+(or 128 + the signal number). SIGINT/SIGTERM/SIGHUP are forwarded to the
+ranks; if chorusrun itself dies, the kernel kills its ranks (PR_SET_PDEATHSIG).
+Each rank runs in its own process group; local rank 0 inherits stdin unless
+it is a terminal, the other ranks read /dev/null.
+
+exit status: 0 when every rank succeeded, 1 or 128+signal when one failed,
+124 on --timeout, 2 on bad usage, 127 when the program cannot be found.
+)";
+}
+
+}  // namespace chorus::run
