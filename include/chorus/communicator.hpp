@@ -26,7 +26,7 @@ struct CommState;
 }  // namespace detail
 
 /// Handle to one non-blocking operation.
-class Request {
+class CHORUS_EXPORT Request {
  public:
   Request() = default;
   explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
@@ -53,7 +53,7 @@ struct InitOptions {
   std::optional<std::chrono::milliseconds> timeout;     ///< default: CHORUS_TIMEOUT
 };
 
-class Communicator {
+class CHORUS_EXPORT Communicator {
  public:
   /// An empty handle (what split returns for a negative color).
   Communicator() = default;

@@ -10,7 +10,7 @@
 
 namespace chorus {
 
-class Error : public std::runtime_error {
+class CHORUS_EXPORT Error : public std::runtime_error {
  public:
   Error(Status status, const std::string& message) : std::runtime_error(message), status_(status) {}
   Status status() const noexcept { return status_; }

@@ -4,6 +4,8 @@
 // converts with a static_cast after range-checking.
 #pragma once
 
+#include <chorus/export.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -45,17 +47,17 @@ enum class Status : int {
 };
 
 /// Size in bytes of one element; 0 for a value outside the enum.
-std::size_t dtype_size(DataType dtype) noexcept;
+CHORUS_EXPORT std::size_t dtype_size(DataType dtype) noexcept;
 /// True when `value` names a DataType.
-bool is_valid(DataType dtype) noexcept;
-bool is_valid(ReduceOp op) noexcept;
+CHORUS_EXPORT bool is_valid(DataType dtype) noexcept;
+CHORUS_EXPORT bool is_valid(ReduceOp op) noexcept;
 /// Lower-case names: "int8" .. "float64"; "sum" .. "avg"; "success" .. "in progress".
-std::string_view to_string(DataType dtype) noexcept;
-std::string_view to_string(ReduceOp op) noexcept;
-std::string_view to_string(Status status) noexcept;
+CHORUS_EXPORT std::string_view to_string(DataType dtype) noexcept;
+CHORUS_EXPORT std::string_view to_string(ReduceOp op) noexcept;
+CHORUS_EXPORT std::string_view to_string(Status status) noexcept;
 /// Parses a name as printed by to_string (also "fp16", "bf16", "fp32", "fp64",
 /// "float", "double", "half", "int", "uint"); returns false when unknown.
-bool parse_dtype(std::string_view name, DataType* out) noexcept;
-bool parse_reduce_op(std::string_view name, ReduceOp* out) noexcept;
+CHORUS_EXPORT bool parse_dtype(std::string_view name, DataType* out) noexcept;
+CHORUS_EXPORT bool parse_reduce_op(std::string_view name, ReduceOp* out) noexcept;
 
 }  // namespace chorus
