@@ -22,15 +22,6 @@ CommState& live(const std::shared_ptr<CommState>& state) {
   return *state;
 }
 
-bool has_root(Collective c) {
-  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
-         c == Collective::Scatter;
-}
-
-bool has_op(Collective c) {
-  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
-}
-
 Fingerprint fingerprint_of(const CollectiveArgs& a, std::uint64_t seq) {
   Fingerprint fp;
   fp.seq = seq;
@@ -38,7 +29,7 @@ Fingerprint fingerprint_of(const CollectiveArgs& a, std::uint64_t seq) {
   fp.count = a.collective == Collective::AllToAllV ? 0 : a.count;
   fp.root = has_root(a.collective) ? a.root : -1;
   fp.dtype = a.collective == Collective::Barrier ? 0 : static_cast<std::uint8_t>(a.dtype);
-  fp.op = has_op(a.collective) ? static_cast<std::uint8_t>(a.op) : 0;
+  fp.op = has_reduce_op(a.collective) ? static_cast<std::uint8_t>(a.op) : 0;
   return fp;
 }
 
@@ -82,7 +73,8 @@ CollectiveArgs make(Collective c, const void* send, void* recv, std::size_t coun
   return a;
 }
 
-/// Queues one send or receive; `seq` counts the messages of this ordered pair.
+/// Queues one send or receive; `seq` counts the messages of this ordered pair. It is
+/// posted when it reaches the head of the queue and completes in the background.
 Request submit_point_to_point(const std::shared_ptr<CommState>& state, Collective kind,
                               const void* buf, std::size_t count, DataType dtype, int peer) {
   CommState& s = live(state);
@@ -99,12 +91,12 @@ Request submit_point_to_point(const std::shared_ptr<CommState>& state, Collectiv
   fp.dtype = static_cast<std::uint8_t>(dtype);
   fp.seq = kind == Collective::Send ? s.send_seq[peer]++ : s.recv_seq[peer]++;
   const std::size_t bytes = count * dtype_size(dtype);
-  return Request(s.executor->submit([&s, kind, buf, bytes, peer, fp] {
+  return Request(s.executor->submit_posted([&s, kind, buf, bytes, peer, fp] {
     transport::RequestId id =
         kind == Collective::Send
             ? s.transport->post_send(peer, buf, bytes, fp)
             : s.transport->post_recv(peer, const_cast<void*>(buf), bytes, fp);
-    s.transport->wait({&id, 1}, deadline_after(s.config.timeout));
+    return detail::Posted{{id}, deadline_after(s.config.timeout)};
   }));
 }
 

@@ -1,4 +1,5 @@
 // Communicator lifetime: init (store + transport rendezvous), split, abort, destroy.
+#include "algorithms/selection.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/socket.hpp"
 #include "comm/comm_state.hpp"
@@ -46,15 +47,18 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   state->executor = detail::Executor::create([raw = state.get()](Status status, const std::string& message) {
     raw->record_error(message);
     raw->transport->abort(status, message);
-  });
+  }, state->transport.get());
   return state;
 }
 
+/// The CHORUS_* configuration with the caller's overrides, checked before anything connects.
 Config config_for(const InitOptions& options) {
   Config config = read_config();
   if (options.auth_token) config.auth_token = *options.auth_token;
   if (options.transport) config.transport = *options.transport;
   if (options.timeout) config.timeout = *options.timeout;
+  transport::parse_kind(config.transport);
+  algorithms::parse_algorithm_override(config.algo);
   return config;
 }
 

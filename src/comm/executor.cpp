@@ -2,66 +2,170 @@
 
 #include <chorus/error.hpp>
 
+#include <algorithm>
 #include <new>
 
 namespace chorus::detail {
+namespace {
 
-std::shared_ptr<Executor> Executor::create(FailureHook on_failure) {
-  std::shared_ptr<Executor> executor(new Executor(std::move(on_failure)));
+// How long one progress step waits for in-flight point-to-point operations when
+// nothing else is queued; new work interrupts it at once.
+constexpr auto kProgressSlice = std::chrono::milliseconds(50);
+
+struct Outcome {
+  Status status = Status::Success;
+  std::string message;
+  bool failed() const { return status != Status::Success; }
+};
+
+template <typename F>
+Outcome guarded(F&& f) {
+  try {
+    f();
+    return {};
+  } catch (const Error& e) {
+    return {e.status(), e.what()};
+  } catch (const std::bad_alloc&) {
+    return {Status::SystemError, "out of memory"};
+  } catch (const std::exception& e) {
+    return {Status::InternalError, std::string("internal error: ") + e.what()};
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Executor> Executor::create(FailureHook on_failure, transport::Transport* transport) {
+  std::shared_ptr<Executor> executor(new Executor(std::move(on_failure), transport));
   executor->worker_ = std::thread([raw = executor.get()] { raw->worker_loop(); });
   return executor;
 }
 
 Executor::~Executor() { drain_and_stop(); }
 
-std::shared_ptr<RequestState> Executor::submit(Work work) {
-  auto request = std::make_shared<RequestState>();
-  request->executor = weak_from_this();
+std::shared_ptr<RequestState> Executor::enqueue(Item item) {
+  item.request = std::make_shared<RequestState>();
+  item.request->executor = weak_from_this();
+  auto request = item.request;
+  bool interrupt = false;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) throw Error(Status::InvalidUsage, "the communicator has been destroyed");
-    queue_.push_back(Item{std::move(work), request});
+    queue_.push_back(std::move(item));
+    interrupt = waiting_in_transport_;
   }
+  if (interrupt) transport_->interrupt();
   changed_.notify_all();
   return request;
 }
 
-bool Executor::run_head(std::unique_lock<std::mutex>& lock) {
-  if (running_ || queue_.empty()) return false;
-  Item item = std::move(queue_.front());
-  queue_.pop_front();
+std::shared_ptr<RequestState> Executor::submit(Work work) {
+  return enqueue(Item{std::move(work), nullptr, nullptr});
+}
+
+std::shared_ptr<RequestState> Executor::submit_posted(Post post) {
+  return enqueue(Item{nullptr, std::move(post), nullptr});
+}
+
+void Executor::finish(const std::shared_ptr<RequestState>& request, Status status, std::string message) {
+  request->status = status;
+  request->message = std::move(message);
+  request->done = true;
+}
+
+bool Executor::step(std::unique_lock<std::mutex>& lock) {
+  if (running_) return false;
+  if (!queue_.empty()) {
+    if (queue_.front().post) {
+      Item item = std::move(queue_.front());
+      queue_.pop_front();
+      post_work(lock, std::move(item));
+    } else if (!in_flight_.empty()) {
+      progress_in_flight(lock, /*all=*/true);  // a collective waits for earlier sends/receives
+    } else {
+      Item item = std::move(queue_.front());
+      queue_.pop_front();
+      run_work(lock, std::move(item));
+    }
+    return true;
+  }
+  if (in_flight_.empty()) return false;
+  progress_in_flight(lock, /*all=*/false);
+  return true;
+}
+
+void Executor::run_work(std::unique_lock<std::mutex>& lock, Item item) {
   running_ = true;
   lock.unlock();
-  Status status = Status::Success;
-  std::string message;
-  try {
-    item.work();
-  } catch (const Error& e) {
-    status = e.status();
-    message = e.what();
-  } catch (const std::bad_alloc&) {
-    status = Status::SystemError;
-    message = "out of memory";
-  } catch (const std::exception& e) {
-    status = Status::InternalError;
-    message = std::string("internal error: ") + e.what();
-  }
-  if (status != Status::Success && on_failure_) on_failure_(status, message);
+  Outcome outcome = guarded(item.work);
+  if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
   lock.lock();
-  item.request->status = status;
-  item.request->message = std::move(message);
-  item.request->done = true;
+  finish(item.request, outcome.status, std::move(outcome.message));
   running_ = false;
   changed_.notify_all();
-  return true;
+}
+
+void Executor::post_work(std::unique_lock<std::mutex>& lock, Item item) {
+  running_ = true;
+  lock.unlock();
+  Posted posted;
+  Outcome outcome = guarded([&] { posted = item.post(); });
+  if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
+  lock.lock();
+  if (outcome.failed() && in_flight_.empty()) {
+    finish(item.request, outcome.status, std::move(outcome.message));
+  } else if (outcome.failed()) {
+    // Earlier operations are still in flight: they fail too (the transport is
+    // broken now), and completion stays in issue order.
+    for (InFlight& f : in_flight_) finish(f.request, outcome.status, outcome.message);
+    in_flight_.clear();
+    finish(item.request, outcome.status, std::move(outcome.message));
+  } else {
+    in_flight_.push_back(InFlight{std::move(posted), std::move(item.request)});
+  }
+  running_ = false;
+  changed_.notify_all();
+}
+
+void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) {
+  running_ = true;
+  waiting_in_transport_ = !all;
+  std::vector<transport::RequestId> ids;
+  for (const InFlight& f : in_flight_) ids.insert(ids.end(), f.posted.ids.begin(), f.posted.ids.end());
+  const Deadline first_deadline = in_flight_.front().posted.deadline;
+  const std::vector<transport::RequestId> first_ids = in_flight_.front().posted.ids;
+  const std::size_t count = in_flight_.size();
+  lock.unlock();
+  // Only this step touches in_flight_ while running_ is set, so reading it unlocked is safe.
+  std::vector<char> done(count, 0);
+  Outcome outcome = guarded([&] {
+    Deadline until = all ? first_deadline : std::min(first_deadline, Clock::now() + kProgressSlice);
+    if (transport_->wait_until(ids, until)) {
+      std::fill(done.begin(), done.end(), 1);
+      return;
+    }
+    if (Clock::now() >= first_deadline) transport_->wait(first_ids, first_deadline);  // throws Timeout
+    for (std::size_t i = 0; i < count; ++i) done[i] = transport_->test(in_flight_[i].posted.ids);
+  });
+  if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
+  lock.lock();
+  std::size_t retired = 0;
+  for (; retired < count && (outcome.failed() || done[retired]); ++retired) {
+    finish(in_flight_[retired].request, outcome.status, outcome.message);
+  }
+  in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(retired));
+  running_ = false;
+  waiting_in_transport_ = false;
+  changed_.notify_all();
 }
 
 void Executor::worker_loop() {
   std::unique_lock lock(mutex_);
   while (true) {
-    changed_.wait(lock, [&] { return stopping_ || (!running_ && !queue_.empty()); });
-    if (run_head(lock)) continue;
-    if (stopping_ && queue_.empty() && !running_) return;
+    changed_.wait(lock, [&] {
+      return (stopping_ && idle()) || (!running_ && (!queue_.empty() || !in_flight_.empty()));
+    });
+    if (step(lock)) continue;
+    if (stopping_ && idle()) return;
   }
 }
 
@@ -70,7 +174,7 @@ bool Executor::wait(RequestState& request, std::optional<std::chrono::millisecon
   std::unique_lock lock(mutex_);
   while (!request.done) {
     // Only an unbounded wait helps: running an operation inline could outlast `timeout`.
-    if (!timeout && run_head(lock)) continue;
+    if (!timeout && step(lock)) continue;
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !request.done) {
       return false;
     }
@@ -88,7 +192,7 @@ void Executor::drain_and_stop() {
   if (!worker_.joinable()) return;
   stopping_ = true;
   changed_.notify_all();
-  changed_.wait(lock, [&] { return queue_.empty() && !running_; });
+  changed_.wait(lock, [&] { return idle(); });
   lock.unlock();
   worker_.join();
 }

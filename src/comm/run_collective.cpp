@@ -9,10 +9,6 @@
 namespace chorus::detail {
 namespace {
 
-bool is_reduction(Collective c) {
-  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
-}
-
 void run_selected(CommState& comm, const algorithms::CollectiveArgs& args) {
   const algorithms::Algorithm& algorithm = algorithms::select_algorithm(args, comm.size, comm.config.algo);
   {
@@ -55,7 +51,7 @@ void run_widened(CommState& comm, algorithms::CollectiveArgs args, DataType wide
 
 void run_collective(CommState& comm, algorithms::CollectiveArgs args) {
   args.deadline = deadline_after(comm.config.timeout);
-  if (!is_reduction(args.collective)) return run_selected(comm, args);
+  if (!has_reduce_op(args.collective)) return run_selected(comm, args);
   const bool average = args.op == ReduceOp::Avg;
   const DataType wide = accumulation_type(args.dtype, args.op);
   if (average) args.op = ReduceOp::Sum;

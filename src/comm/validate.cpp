@@ -95,15 +95,6 @@ void check_buffers(const algorithms::CollectiveArgs& a, int rank, int size) {
   }
 }
 
-bool has_op(Collective c) {
-  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
-}
-
-bool has_root(Collective c) {
-  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
-         c == Collective::Scatter;
-}
-
 }  // namespace
 
 void validate_collective(const algorithms::CollectiveArgs& args, int rank, int size) {
@@ -112,7 +103,7 @@ void validate_collective(const algorithms::CollectiveArgs& args, int rank, int s
     throw Error(Status::InvalidArgument,
                 name_of(c) + ": unknown dtype value " + std::to_string(static_cast<int>(args.dtype)));
   }
-  if (has_op(c) && !is_valid(args.op)) {
+  if (has_reduce_op(c) && !is_valid(args.op)) {
     throw Error(Status::InvalidArgument,
                 name_of(c) + ": unknown reduce op value " + std::to_string(static_cast<int>(args.op)));
   }

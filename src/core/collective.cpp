@@ -10,18 +10,18 @@ constexpr std::array<std::string_view, kNumCollectives> kNames = {
     "allreduce", "broadcast", "reduce",   "allgather", "reducescatter", "gather",
     "scatter",   "alltoall",  "alltoallv", "barrier",  "send",          "recv"};
 
-bool has_op(Collective c) {
+}  // namespace
+
+bool has_reduce_op(Collective c) noexcept {
   return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
 }
 
-bool has_root(Collective c) {
+bool has_root(Collective c) noexcept {
   return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
          c == Collective::Scatter;
 }
 
-bool is_point_to_point(Collective c) { return c == Collective::Send || c == Collective::Recv; }
-
-}  // namespace
+bool is_point_to_point(Collective c) noexcept { return c == Collective::Send || c == Collective::Recv; }
 
 std::string_view to_string(Collective collective) noexcept {
   auto index = static_cast<std::size_t>(collective);
@@ -52,7 +52,7 @@ std::string describe(const Fingerprint& fp) {
   if (fp.collective == Collective::Barrier) return text;
   text += " (count " + std::to_string(fp.count) + ", ";
   text += to_string(static_cast<DataType>(fp.dtype));
-  if (has_op(fp.collective)) text += ", " + std::string(to_string(static_cast<ReduceOp>(fp.op)));
+  if (has_reduce_op(fp.collective)) text += ", " + std::string(to_string(static_cast<ReduceOp>(fp.op)));
   if (has_root(fp.collective)) text += ", root " + std::to_string(fp.root);
   return text + ")";
 }

@@ -32,6 +32,12 @@ std::string_view to_string(Collective collective) noexcept;
 /// Parses the names above; false when unknown.
 bool parse_collective(std::string_view name, Collective* out) noexcept;
 
+/// All-reduce, reduce and reduce-scatter take a reduction operator.
+bool has_reduce_op(Collective collective) noexcept;
+/// Broadcast, reduce, gather and scatter have a root.
+bool has_root(Collective collective) noexcept;
+bool is_point_to_point(Collective collective) noexcept;
+
 /// Identity of one call, identical on every rank taking part in it.
 /// For send/recv `seq` counts the messages of that (sender, receiver) pair and
 /// `root` is unused (-1); for collectives `seq` counts collectives on the communicator.

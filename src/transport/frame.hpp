@@ -14,6 +14,7 @@ inline constexpr std::uint32_t kFrameMagic = 0x46524843;  // "CHRF" in memory or
 enum class FrameKind : std::uint8_t {
   Data = 1,   ///< payload = the bytes of one post_send
   Abort = 2,  ///< payload = int32 Status + the sender's sentence (see abort_frame.hpp)
+  Probe = 3,  ///< no payload; the fingerprint of the collective the sender is stalled in
 };
 
 /// A DATA payload larger than this is refused as garbage before any allocation.

@@ -45,6 +45,15 @@ void PeerChannel::post_recv(RequestId id, void* data, std::size_t bytes,
   recvs_.push_back(RecvOp{id, static_cast<std::byte*>(data), bytes, fingerprint});
 }
 
+void PeerChannel::post_probe(const Fingerprint& fingerprint) {
+  SendOp op{0, FrameHeader{}, nullptr, 0, {}, 0};
+  op.header.kind = static_cast<std::uint8_t>(FrameKind::Probe);
+  op.header.fingerprint = fingerprint;
+  op.inline_frame.resize(sizeof(FrameHeader));
+  std::memcpy(op.inline_frame.data(), &op.header, sizeof(FrameHeader));
+  sends_.push_back(std::move(op));
+}
+
 bool PeerChannel::progress(PendingMap& pending) {
   bool moved = progress_send(pending);
   match_buffered(pending);
@@ -128,6 +137,7 @@ void PeerChannel::route() {
     in.destination = abort_payload_.data();
     return;
   }
+  if (h.kind == static_cast<std::uint8_t>(FrameKind::Probe)) return route_probe(h);
   if (h.kind != static_cast<std::uint8_t>(FrameKind::Data)) {
     garbage("unknown frame kind " + std::to_string(h.kind));
   }
@@ -152,9 +162,27 @@ void PeerChannel::route() {
   unexpected_.push_back(std::move(entry));
 }
 
+/// A PROBE carries nothing but its header; its collective must be one we know.
+void PeerChannel::route_probe(const FrameHeader& header) {
+  if (header.payload_bytes != 0) {
+    garbage("a probe with " + std::to_string(header.payload_bytes) + " payload bytes");
+  }
+  if (static_cast<int>(header.fingerprint.collective) >= kNumCollectives) {
+    garbage("a probe for unknown collective " +
+            std::to_string(static_cast<int>(header.fingerprint.collective)));
+  }
+  incoming_.target = Target::Probe;
+}
+
 void PeerChannel::finish_frame(PendingMap& pending) {
   Target target = incoming_.target;
+  const Fingerprint fingerprint = incoming_.header.fingerprint;
   incoming_ = Incoming{};
+  if (target == Target::Probe) {
+    probe_ = fingerprint;
+    probe_news_ = true;
+    return;
+  }
   if (target == Target::Abort) {
     peer_aborted_ = true;
     throw error_from_abort(peer_, abort_payload_);
@@ -220,6 +248,16 @@ std::size_t PeerChannel::write(const void* data, std::size_t bytes) {
     failure_ = error;
     return 0;
   }
+}
+
+std::optional<Fingerprint> PeerChannel::fingerprint_of(RequestId id) const {
+  for (const SendOp& op : sends_) {
+    if (op.id == id) return op.header.fingerprint;
+  }
+  for (const RecvOp& op : recvs_) {
+    if (op.id == id) return op.fingerprint;
+  }
+  return std::nullopt;
 }
 
 std::string PeerChannel::describe_request(RequestId id) const {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace chorus::transport {
@@ -33,6 +34,8 @@ class PeerChannel {
 
   void post_send(RequestId id, const void* data, std::size_t bytes, const Fingerprint& fingerprint);
   void post_recv(RequestId id, void* data, std::size_t bytes, const Fingerprint& fingerprint);
+  /// Queues a PROBE frame (no request; written after the sends already queued).
+  void post_probe(const Fingerprint& fingerprint);
 
   /// Moves bytes in both directions without blocking. Returns true when
   /// anything moved. Throws the errors that break the whole transport
@@ -47,6 +50,13 @@ class PeerChannel {
   bool wants_write() const { return !sends_.empty(); }
   bool sent_abort() const { return peer_aborted_; }
   Link& link() { return *link_; }
+  /// The fingerprint a pending request of this channel was posted with.
+  std::optional<Fingerprint> fingerprint_of(RequestId id) const;
+  /// The latest PROBE fingerprint the peer sent, until drop_probe().
+  const std::optional<Fingerprint>& probe() const { return probe_; }
+  void drop_probe() { probe_.reset(); }
+  /// True once after each PROBE that arrived.
+  bool take_probe_news() { return std::exchange(probe_news_, false); }
   /// "recv of 40 bytes from rank 1 for allreduce #3 (...)", or "" when not here.
   std::string describe_request(RequestId id) const;
 
@@ -76,7 +86,7 @@ class PeerChannel {
     std::unique_ptr<std::byte[]> payload;
     bool complete = false;
   };
-  enum class Target { None, Posted, Buffered, Abort };
+  enum class Target { None, Posted, Buffered, Abort, Probe };
   struct Incoming {
     FrameHeader header;
     std::size_t header_done = 0;
@@ -88,6 +98,7 @@ class PeerChannel {
   bool advance(SendOp& op, bool* moved);
   bool read_step(PendingMap& pending, bool* moved);
   void route();
+  void route_probe(const FrameHeader& header);
   void finish_frame(PendingMap& pending);
   void match_buffered(PendingMap& pending);
   void check_match(const RecvOp& op, const FrameHeader& header) const;
@@ -105,6 +116,8 @@ class PeerChannel {
   Incoming incoming_;
   std::vector<std::byte> abort_payload_;
   std::optional<Error> failure_;
+  std::optional<Fingerprint> probe_;
+  bool probe_news_ = false;
   bool peer_aborted_ = false;
   std::vector<std::byte> abort_frame_;
   std::size_t abort_done_ = 0;

@@ -80,6 +80,7 @@ RequestId ProgressEngine::post_send(int peer, const void* data, std::size_t byte
   check_post(peer, data, bytes);
   RequestId id = next_id_++;
   pending_.emplace(id, peer);
+  note_activity(Clock::now());
   peers_[peer]->post_send(id, data, bytes, fingerprint);
   peers_[peer]->progress_send(pending_);  // start writing now: latency
   return id;
@@ -92,45 +93,99 @@ RequestId ProgressEngine::post_recv(int peer, void* data, std::size_t bytes,
   check_post(peer, data, bytes);
   RequestId id = next_id_++;
   pending_.emplace(id, peer);
+  note_activity(Clock::now());
   peers_[peer]->post_recv(id, data, bytes, fingerprint);
   return id;
+}
+
+void ProgressEngine::check_ids(std::span<const RequestId> ids) const {
+  for (RequestId id : ids) {
+    if (id == 0 || id >= next_id_) {
+      throw Error(Status::InvalidUsage,
+                  "wait on request " + std::to_string(id) + ", which this transport never issued");
+    }
+  }
+}
+
+void ProgressEngine::fail(const Error& error) {
+  record_failure(error.status(), error.what());
+  send_abort_frames();
+  throw_if_broken();  // the first failure: `error`, or an abort() that raced with it
+  throw error;
 }
 
 void ProgressEngine::wait(std::span<const RequestId> ids, Deadline deadline) {
   std::lock_guard lock(progress_mutex_);
   throw_if_broken();
+  const auto start = Clock::now();
   try {
-    for (RequestId id : ids) {
-      if (id == 0 || id >= next_id_) {
-        throw Error(Status::InvalidUsage, "wait on request " + std::to_string(id) +
-                                              ", which this transport never issued");
-      }
+    check_ids(ids);
+    if (!wait_loop(ids, deadline, /*interruptible=*/false)) {
+      throw_timeout(ids, Clock::now() - start);
     }
-    wait_locked(ids, deadline);
   } catch (const Error& error) {
-    record_failure(error.status(), error.what());
-    send_abort_frames();
-    throw_if_broken();  // the first failure: `error`, or an abort() that raced with it
+    fail(error);
   }
 }
 
-void ProgressEngine::wait_locked(std::span<const RequestId> ids, Deadline deadline) {
-  const auto start = Clock::now();
-  auto last_progress = start;
-  auto next_liveness = start;
+bool ProgressEngine::wait_until(std::span<const RequestId> ids, Deadline until) {
+  std::lock_guard lock(progress_mutex_);
+  throw_if_broken();
+  try {
+    check_ids(ids);
+    return wait_loop(ids, until, /*interruptible=*/true);
+  } catch (const Error& error) {
+    fail(error);
+  }
+}
+
+bool ProgressEngine::test(std::span<const RequestId> ids) {
+  std::lock_guard lock(progress_mutex_);
+  throw_if_broken();
+  try {
+    check_ids(ids);
+    bool moved = false;
+    if (pass(ids, Clock::now(), &moved)) return true;
+    check_probes(ids, /*only_news=*/false);
+    return false;
+  } catch (const Error& error) {
+    fail(error);
+  }
+}
+
+void ProgressEngine::interrupt() noexcept {
+  interrupted_.store(true, std::memory_order_seq_cst);
+  wake();
+}
+
+bool ProgressEngine::pass(std::span<const RequestId> ids, Clock::time_point now, bool* moved) {
+  if (now >= next_liveness_) {
+    check_peers_alive();
+    next_liveness_ = now + kLivenessPeriod;
+  }
+  *moved = progress_all();
+  note_activity(now);
+  if (all_done(ids)) return true;
+  throw_if_broken();
+  throw_if_peer_lost(ids);
+  return false;
+}
+
+bool ProgressEngine::wait_loop(std::span<const RequestId> ids, Deadline until, bool interruptible) {
+  check_probes(ids, /*only_news=*/false);
+  auto last_progress = Clock::now();
   int yields = 0;
   for (;;) {
-    auto now = Clock::now();
-    if (now >= next_liveness) {
-      check_peers_alive();
-      next_liveness = now + kLivenessPeriod;
+    bool moved = false;
+    if (pass(ids, Clock::now(), &moved)) return true;
+    check_probes(ids, /*only_news=*/true);
+    if (interruptible && interrupted_.load(std::memory_order_relaxed) &&
+        interrupted_.exchange(false)) {
+      return false;
     }
-    bool moved = progress_all();
-    if (all_done(ids)) return;
-    throw_if_broken();
-    throw_if_peer_lost(ids);
-    now = Clock::now();
-    if (now >= deadline) throw_timeout(ids, now - start);
+    const auto now = Clock::now();
+    if (now >= until) return false;
+    maybe_probe(ids, now);
     if (moved) {
       last_progress = now;
       yields = 0;
@@ -139,7 +194,7 @@ void ProgressEngine::wait_locked(std::span<const RequestId> ids, Deadline deadli
     } else if (yields < kYieldRounds) {
       ++yields;
       sched_yield();
-    } else if (sleep(std::min(deadline, next_liveness))) {
+    } else if (sleep(std::min(until, next_liveness_), interruptible)) {
       last_progress = Clock::now();
       yields = 0;
     }
@@ -162,6 +217,12 @@ void ProgressEngine::check_peers_alive() {
   for (auto& peer : peers_) {
     if (peer) peer->link().check_peer();
   }
+}
+
+void ProgressEngine::note_activity(Clock::time_point now) {
+  if (pending_.size() == pending_seen_) return;
+  pending_seen_ = pending_.size();
+  stall_.activity(now);
 }
 
 /// A request on a peer that is gone can never complete: progress_all() has
@@ -198,7 +259,7 @@ void ProgressEngine::throw_timeout(std::span<const RequestId> ids, Clock::durati
 
 /// Sleeps until something may have happened for this rank, or `until`.
 /// Returns true when a last look before sleeping found progress.
-bool ProgressEngine::sleep(Deadline until) {
+bool ProgressEngine::sleep(Deadline until, bool interruptible) {
   int timeout = std::max(1, remaining_ms(until));
   std::uint32_t sequence = doorbell_.valid() ? doorbell_.arm() : 0;
   struct Disarm {
@@ -207,8 +268,11 @@ bool ProgressEngine::sleep(Deadline until) {
       if (bell.valid()) bell.disarm();
     }
   } disarm{doorbell_};
-  // Work that arrived between the last round and arm(), or an abort, ends the sleep.
-  if (progress_all() || broken_.load(std::memory_order_acquire)) return true;
+  // Work that arrived between the last round and arm(), an abort or an interrupt ends the sleep.
+  if (progress_all() || broken_.load(std::memory_order_acquire) ||
+      (interruptible && interrupted_.load(std::memory_order_seq_cst))) {
+    return true;
+  }
   if (poll_peers_.empty() && doorbell_.valid()) {
     doorbell_.sleep(sequence, timeout);
     return false;

@@ -1,12 +1,17 @@
 // The Transport every mesh returns: one PeerChannel per peer, driven from wait().
 //
-// Waiting policy (2 cores, up to 8 ranks per host, nothing spins forever):
-// progress every channel in a loop; after kSpinTime without any byte moving,
-// sched_yield() a few rounds; then sleep — poll() on the TCP descriptors and
-// the wake eventfd, or the futex doorbell of this rank's shared-memory inbox
-// when every link is shared memory (with both kinds, poll() with a 1 ms cap so
-// shared-memory traffic is seen too). Each sleep ends by the deadline and at
-// least every 50 ms, when every link checks that its peer is still alive.
+// Waiting policy, for wait() and wait_until() alike (2 cores, up to 8 ranks
+// per host, nothing spins forever): progress every channel in a loop; after kSpinTime without any
+// byte moving, sched_yield() a few rounds; then sleep — poll() on the TCP descriptors and the wake
+// eventfd, or the futex doorbell of this rank's shared-memory inbox when every link is shared
+// memory (with both kinds, poll() with a 1 ms cap so shared-memory traffic is seen too). Each sleep
+// ends by the deadline and at least every 50 ms, when every link checks that its peer is still
+// alive. interrupt() writes the eventfd and rings the doorbell, so a sleeper wakes at once.
+//
+// Stall probes (stall_probe.hpp): a wait that sees no request posted or
+// completed for kStallProbeDelay sends a PROBE with the fingerprint of its
+// oldest pending collective to every peer; probes received are compared with
+// the pending collectives on entry to every wait/test and whenever one arrives.
 //
 // Failure: the first error (from wait() or abort()) breaks the transport; it
 // is rethrown by every later call, and an ABORT frame carrying it is sent to
@@ -16,6 +21,7 @@
 #include "transport/doorbell.hpp"
 #include "transport/link.hpp"
 #include "transport/peer_channel.hpp"
+#include "transport/stall_probe.hpp"
 #include "transport/transport.hpp"
 
 #include <atomic>
@@ -46,17 +52,37 @@ class ProgressEngine final : public Transport {
   RequestId post_recv(int peer, void* data, std::size_t bytes,
                       const Fingerprint& fingerprint) override;
   void wait(std::span<const RequestId> ids, Deadline deadline) override;
+  bool test(std::span<const RequestId> ids) override;
+  bool wait_until(std::span<const RequestId> ids, Deadline until) override;
+  void interrupt() noexcept override;
   void abort(Status status, const std::string& reason) override;
 
  private:
   void check_post(int peer, const void* data, std::size_t bytes) const;
-  void wait_locked(std::span<const RequestId> ids, Deadline deadline);
+  void check_ids(std::span<const RequestId> ids) const;
+  /// Breaks the transport with `error` (unless already broken), tells the peers, throws.
+  [[noreturn]] void fail(const Error& error);
+  /// The wait loop; false when `until` passes (or, if `interruptible`, after interrupt()).
+  bool wait_loop(std::span<const RequestId> ids, Deadline until, bool interruptible);
+  /// One pass: liveness when due, progress (`*moved`: did any byte move), stall bookkeeping;
+  /// true when all `ids` are done. Throws when the transport broke or a listed request can
+  /// never complete.
+  bool pass(std::span<const RequestId> ids, Clock::time_point now, bool* moved);
   bool progress_all();
   bool all_done(std::span<const RequestId> ids) const;
   void check_peers_alive();
+  /// Restarts the stall clock when the number of pending requests changed.
+  void note_activity(Clock::time_point now);
+  /// Collective (not point-to-point) fingerprints of the listed pending requests.
+  std::vector<Fingerprint> pending_calls(std::span<const RequestId> ids) const;
+  /// Sends a PROBE to every peer when the stall clock says so.
+  void maybe_probe(std::span<const RequestId> ids, Clock::time_point now);
+  /// Throws Mismatch when a held probe conflicts with a listed pending collective; drops
+  /// probes of calls this rank has reached. `only_news`: skip unless a probe just arrived.
+  void check_probes(std::span<const RequestId> ids, bool only_news);
   void throw_if_peer_lost(std::span<const RequestId> ids) const;
   [[noreturn]] void throw_timeout(std::span<const RequestId> ids, Clock::duration waited) const;
-  bool sleep(Deadline until);
+  bool sleep(Deadline until, bool interruptible);
   void wake() noexcept;
   /// Records `error` unless the transport is already broken (the first error wins).
   void record_failure(Status status, const std::string& reason);
@@ -70,9 +96,13 @@ class ProgressEngine final : public Transport {
   std::vector<std::unique_ptr<PeerChannel>> peers_;  ///< indexed by rank, null for self
   std::vector<int> poll_peers_;                      ///< ranks whose link has a descriptor
   Doorbell doorbell_;
-  int wake_fd_ = -1;  ///< eventfd written by abort()
+  int wake_fd_ = -1;  ///< eventfd written by abort() and interrupt()
   PendingMap pending_;
   RequestId next_id_ = 1;
+  std::size_t pending_seen_ = 0;  ///< pending_.size() when the stall clock last looked
+  StallClock stall_;
+  Clock::time_point next_liveness_{};
+  std::atomic<bool> interrupted_{false};  ///< set by interrupt(), taken by wait_until()
   bool abort_sent_ = false;
 
   std::mutex progress_mutex_;  ///< held by post/wait, and by abort() while it sends ABORT frames

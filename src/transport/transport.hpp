@@ -10,8 +10,15 @@
 // for, and buffers messages that arrive before their receive is posted, so two
 // ranks that both send first never deadlock.
 //
-// Threads: one thread at a time posts and waits (the communicator serialises
-// its operations); abort() may be called from any thread and wakes a blocked wait().
+// Stalls: ranks that called different collectives may wait on each other with
+// no message flowing. A wait that sees no request complete for a short while
+// tells every peer which collective it is in (a PROBE frame); a rank in the
+// collective with the same sequence number but another fingerprint fails with
+// Mismatch naming both calls. Point-to-point calls are never probed.
+//
+// Threads: one thread at a time posts and waits or tests (the communicator
+// serialises its operations; test/wait_until may come from another thread than
+// the posts). abort() and interrupt() may be called from any thread at any time.
 #pragma once
 
 #include "core/collective.hpp"
@@ -51,6 +58,19 @@ class Transport {
   /// aborted, naming it), Mismatch, or the status given to abort(). After a
   /// throw the transport is broken: every later call throws the same error.
   virtual void wait(std::span<const RequestId> ids, Deadline deadline) = 0;
+
+  /// One progress pass over every link; true when every listed request has completed. Never
+  /// sleeps and never fails because of time; throws like wait() when the transport is broken or a
+  /// listed request's peer is lost or mismatched.
+  virtual bool test(std::span<const RequestId> ids) = 0;
+  /// Like wait(), but returns false when `until` passes first, leaving the transport intact
+  /// (the requests stay pending); the caller owns the real deadline. Also returns (false unless
+  /// every request is done) promptly after interrupt().
+  virtual bool wait_until(std::span<const RequestId> ids, Deadline until) = 0;
+  /// Wakes a thread blocked in wait()/wait_until() without failing it: wait() re-checks and goes
+  /// on waiting, wait_until() returns. An interrupt with nobody waiting ends the next
+  /// wait_until() after one pass. Thread-safe. Used by the communicator when new work is queued.
+  virtual void interrupt() noexcept = 0;
 
   /// Fails every pending and later operation with (status, reason), tells the
   /// peers best-effort so that their pending calls fail fast too. Thread-safe,

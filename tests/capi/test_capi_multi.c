@@ -20,7 +20,7 @@
 #include "capi_check.h"
 #include "capi_suite.h"
 
-enum { kMaxRanks = 5, kInitFailed = 3, kAttempts = 3, kParentDeadline = 55, kChildDeadline = 50 };
+enum { kMaxRanks = 8, kInitFailed = 3, kAttempts = 3, kParentDeadline = 55, kChildDeadline = 50 };
 
 static void sleep_ms(long ms) {
   struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};

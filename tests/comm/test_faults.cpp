@@ -53,6 +53,29 @@ TEST_P(Faults, DifferentCollectivesFailWithMismatchNamingBoth) {
   job.run([](Communicator& c) { EXPECT_NE(status_of([&] { c.barrier(); }), Status::Success); });
 }
 
+// Here no message ever flows (rank 0 waits on rank 2's all-reduce contribution,
+// ranks 1 and 2 wait on the broadcast from rank 0): stalled ranks exchange what
+// they are waiting in, so it is still a Mismatch, long before the timeout.
+TEST_P(Faults, MismatchWithoutAnyMessageIsFoundQuickly) {
+  ThreadJob job(3, {.transport = GetParam(), .timeout = 60s});
+  ASSERT_TRUE(job.ok());
+  auto start = std::chrono::steady_clock::now();
+  job.run([](Communicator& c) {
+    float buf[4] = {1, 2, 3, 4};
+    std::string message;
+    Status s = status_of(
+        [&] {
+          if (c.rank() == 0) c.all_reduce(buf, buf, 4, DataType::Float32, ReduceOp::Sum);
+          else c.broadcast(buf, buf, 4, DataType::Float32, 0);
+        },
+        &message);
+    EXPECT_EQ(s, Status::Mismatch) << "rank " << c.rank() << ": " << message;
+    EXPECT_NE(message.find("allreduce"), std::string::npos) << message;
+    EXPECT_NE(message.find("broadcast"), std::string::npos) << message;
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
 TEST_P(Faults, DifferentCountsOrDtypesAreMismatches) {
   for (int variant = 0; variant < 2; ++variant) {
     ThreadJob job(3, {.transport = GetParam(), .timeout = 10s});

@@ -189,18 +189,34 @@ TEST_P(Movement, AllToAllAndAllToAllV) {
   });
 }
 
-TEST_P(Movement, SendRecvRingBothSendFirstWithLargeMessages) {
+/// Around a ring, every rank posts both halves of its exchange before waiting:
+/// send first, or receive first (which needs point-to-point posting to overlap).
+TEST_P(Movement, SendRecvRingInEitherOrderWithLargeMessages) {
   run([](Communicator& c) {
     const int n = c.size();
     if (n == 1) return;
-    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3 << 20}}) {
-      Bytes out = block(c.rank(), count, DataType::Int8), in(count, 0xEE);
-      Request s = c.isend(out.data(), count, DataType::Int8, (c.rank() + 1) % n);
-      Request r = c.irecv(in.data(), count, DataType::Int8, (c.rank() + n - 1) % n);
-      s.wait();
-      r.wait();
-      EXPECT_EQ(in, block((c.rank() + n - 1) % n, count, DataType::Int8)) << "count " << count;
+    for (bool receive_first : {false, true}) {
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3 << 20}}) {
+        Bytes out = block(c.rank(), count, DataType::Int8), in(count, 0xEE);
+        Request s, r;
+        if (receive_first) r = c.irecv(in.data(), count, DataType::Int8, (c.rank() + n - 1) % n);
+        s = c.isend(out.data(), count, DataType::Int8, (c.rank() + 1) % n);
+        if (!receive_first) r = c.irecv(in.data(), count, DataType::Int8, (c.rank() + n - 1) % n);
+        r.wait();
+        s.wait();
+        EXPECT_EQ(in, block((c.rank() + n - 1) % n, count, DataType::Int8))
+            << "count " << count << (receive_first ? " receive first" : " send first");
+      }
     }
+    // A collective issued after point-to-point operations waits for them.
+    std::int64_t token = c.rank(), got = -1, sum = 1;
+    Request r = c.irecv(&got, 1, DataType::Int64, (c.rank() + n - 1) % n);
+    Request s = c.isend(&token, 1, DataType::Int64, (c.rank() + 1) % n);
+    c.all_reduce(&sum, &sum, 1, DataType::Int64, ReduceOp::Sum);
+    EXPECT_TRUE(r.test());
+    EXPECT_TRUE(s.test());
+    EXPECT_EQ(got, (c.rank() + n - 1) % n);
+    EXPECT_EQ(sum, n);
   });
 }
 

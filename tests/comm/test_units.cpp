@@ -81,7 +81,7 @@ TEST(Validate, PointToPointPeers) {
 TEST(Executor, RunsInSubmissionOrderAndReportsFailures) {
   std::vector<int> order;
   std::atomic<int> failures{0};
-  auto executor = Executor::create([&](Status, const std::string&) { ++failures; });
+  auto executor = Executor::create([&](Status, const std::string&) { ++failures; }, nullptr);
   std::vector<std::shared_ptr<RequestState>> requests;
   for (int i = 0; i < 50; ++i) {
     requests.push_back(executor->submit([&, i] {
@@ -98,7 +98,7 @@ TEST(Executor, RunsInSubmissionOrderAndReportsFailures) {
 }
 
 TEST(Executor, WaitForTimesOutAndDrainFinishesQueuedWork) {
-  auto executor = Executor::create(nullptr);
+  auto executor = Executor::create(nullptr, nullptr);
   std::atomic<bool> release{false};
   auto slow = executor->submit([&] {
     while (!release) std::this_thread::yield();

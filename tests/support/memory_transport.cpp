@@ -28,6 +28,9 @@ class MemoryEndpoint final : public transport::Transport {
   transport::RequestId post_recv(int peer, void* data, std::size_t bytes,
                                  const Fingerprint& fingerprint) override;
   void wait(std::span<const transport::RequestId> ids, Deadline deadline) override;
+  bool test(std::span<const transport::RequestId> ids) override;
+  bool wait_until(std::span<const transport::RequestId> ids, Deadline until) override;
+  void interrupt() noexcept override;
   void abort(Status status, const std::string& reason) override;
 
   std::uint64_t messages_sent() const { return messages_sent_.load(); }
@@ -66,6 +69,7 @@ class MemoryEndpoint final : public transport::Transport {
   std::unordered_set<transport::RequestId> incomplete_;
   transport::RequestId next_id_ = 1;
   std::optional<std::pair<Status, std::string>> broken_;
+  bool interrupted_ = false;  ///< set by interrupt(), taken by wait_until()
   std::atomic<std::uint64_t> messages_sent_{0};
 };
 
@@ -195,6 +199,32 @@ void MemoryEndpoint::wait(std::span<const transport::RequestId> ids, Deadline de
     }
     changed_.wait_until(lock, deadline);
   }
+}
+
+bool MemoryEndpoint::test(std::span<const transport::RequestId> ids) {
+  std::lock_guard lock(mutex_);
+  throw_if_broken_locked();
+  match_locked();
+  return all_done_locked(ids);
+}
+
+bool MemoryEndpoint::wait_until(std::span<const transport::RequestId> ids, Deadline until) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    throw_if_broken_locked();
+    match_locked();
+    if (all_done_locked(ids)) return true;
+    if (std::exchange(interrupted_, false) || Clock::now() >= until) return false;
+    changed_.wait_until(lock, until);
+  }
+}
+
+void MemoryEndpoint::interrupt() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    interrupted_ = true;
+  }
+  changed_.notify_all();
 }
 
 void MemoryEndpoint::abort(Status status, const std::string& reason) {

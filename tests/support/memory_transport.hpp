@@ -6,7 +6,9 @@
 // the receiver's inbox, which also buffers messages that arrive before their
 // receive); a receive whose fingerprint (fingerprints_match) or byte count
 // disagrees fails with Status::Mismatch naming both calls; a wait past its
-// deadline fails with Status::Timeout naming the peers still awaited. abort()
+// deadline fails with Status::Timeout naming the peers still awaited; test()
+// and wait_until() never fail because of time, and interrupt() ends a
+// wait_until() (or the next one) early. abort()
 // on any rank breaks every rank of the fabric (RemoteError for the others), so
 // a failing test thread releases the rest at once. After a throw a transport
 // is broken and every later call throws the same error.

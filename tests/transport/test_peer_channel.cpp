@@ -154,6 +154,62 @@ TEST(PeerChannel, RefusesGarbageBeforeAllocatingOrCopying) {
                  "rank 0 is in recv #0 (count 4, int8) but rank 1 sent send #9");
 }
 
+FrameHeader probe_header(Collective collective, std::uint64_t seq) {
+  FrameHeader header;
+  header.kind = static_cast<std::uint8_t>(FrameKind::Probe);
+  header.fingerprint = stamp(collective, seq, 4);
+  return header;
+}
+
+TEST(PeerChannel, ProbesAreValidatedLikeOtherFrames) {
+  FrameHeader with_payload = probe_header(Collective::AllReduce, 3);
+  with_payload.payload_bytes = 10;
+  expect_refused(with_payload, false, Status::RemoteError, "a probe with 10 payload bytes");
+  FrameHeader unknown = probe_header(Collective::AllReduce, 3);
+  unknown.fingerprint.collective = static_cast<Collective>(200);
+  expect_refused(unknown, false, Status::RemoteError, "a probe for unknown collective 200");
+}
+
+TEST(PeerChannel, ProbeIsRememberedBesideTheDataStream) {
+  Script script;
+  append_frame(script, data_header(0, 2), "ab");
+  append_frame(script, probe_header(Collective::Broadcast, 3), "");
+  append_frame(script, probe_header(Collective::Broadcast, 4), "");  // the latest one wins
+  append_frame(script, data_header(1, 2), "cd");
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  PendingMap pending{{1, 1}, {2, 1}};
+  char first[2], second[2];
+  channel.post_recv(1, first, 2, stamp(Collective::Recv, 0, 2));
+  channel.post_recv(2, second, 2, stamp(Collective::Recv, 1, 2));
+  EXPECT_FALSE(drive(channel, pending));
+  EXPECT_TRUE(pending.empty());
+  EXPECT_EQ(std::string(second, 2), "cd");
+  ASSERT_TRUE(channel.probe());
+  EXPECT_EQ(channel.probe()->seq, 4u);
+  EXPECT_TRUE(channel.take_probe_news());
+  EXPECT_FALSE(channel.take_probe_news());
+  channel.drop_probe();
+  EXPECT_FALSE(channel.probe());
+}
+
+TEST(PeerChannel, ProbeIsQueuedBehindSendsAndCompletesNoRequest) {
+  Script script;
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  PendingMap pending{{1, 1}};
+  channel.post_send(1, "xy", 2, stamp(Collective::AllReduce, 5, 2));
+  channel.post_probe(stamp(Collective::AllReduce, 5, 2));
+  EXPECT_EQ(channel.fingerprint_of(1)->seq, 5u);
+  EXPECT_FALSE(channel.fingerprint_of(2));
+  EXPECT_FALSE(drive(channel, pending));
+  EXPECT_TRUE(pending.empty());
+  ASSERT_EQ(script.outgoing.size(), 2 * sizeof(FrameHeader) + 2);
+  FrameHeader probe;
+  std::memcpy(&probe, script.outgoing.data() + sizeof(FrameHeader) + 2, sizeof(probe));
+  EXPECT_EQ(probe.kind, static_cast<std::uint8_t>(FrameKind::Probe));
+  EXPECT_EQ(probe.payload_bytes, 0u);
+  EXPECT_EQ(probe.fingerprint.seq, 5u);
+}
+
 TEST(PeerChannel, AbortFrameBecomesTheSendersError) {
   Script script;
   auto frame = make_abort_frame(Status::Timeout, "gave up");

@@ -1,11 +1,10 @@
 // Shared-memory link; see shm_link.hpp.
 #include "transport/shm/shm_link.hpp"
 
+#include "transport/shm/process_state.hpp"
+
 #include <chorus/error.hpp>
 
-#include <signal.h>
-
-#include <cerrno>
 #include <string>
 
 namespace chorus::transport::shm {
@@ -45,7 +44,7 @@ std::size_t ShmLink::read_some(void* data, std::size_t bytes) {
 }
 
 void ShmLink::check_peer() {
-  if (!peer_died_ && ::kill(peer_pid_, 0) == -1 && errno == ESRCH) peer_died_ = true;
+  if (!peer_died_ && !process_alive(peer_pid_)) peer_died_ = true;
 }
 
 void ShmLink::throw_gone() const {

@@ -5,7 +5,8 @@
 // Peer loss: the destructor closes both rings (producer side of tx, consumer
 // side of rx) and rings the peer, so a peer in the same process sees
 // "closed the connection"; check_peer() notices a peer process that died
-// without running its destructor (kill(pid, 0) fails with ESRCH).
+// without running its destructor (process_alive(): no such pid, or a zombie
+// its parent has not reaped yet).
 #pragma once
 
 #include "transport/link.hpp"

@@ -1,0 +1,70 @@
+// Stall probes: the engine's side (sending, judging) and the conflict rule; see stall_probe.hpp.
+#include "transport/stall_probe.hpp"
+
+#include "transport/progress_engine.hpp"
+
+#include <algorithm>
+
+namespace chorus::transport {
+
+std::optional<std::string> probe_conflict(int self, const Fingerprint& mine, int peer,
+                                          const Fingerprint& theirs) {
+  if (is_point_to_point(mine.collective) || is_point_to_point(theirs.collective)) {
+    return std::nullopt;  // their seq counts the messages of one pair, not calls
+  }
+  if (mine.seq != theirs.seq || fingerprints_match(mine, theirs)) return std::nullopt;
+  return "rank " + std::to_string(self) + " is in " + describe(mine) + " but rank " +
+         std::to_string(peer) + " is in " + describe(theirs);
+}
+
+std::vector<Fingerprint> ProgressEngine::pending_calls(std::span<const RequestId> ids) const {
+  std::vector<Fingerprint> calls;
+  for (RequestId id : ids) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    std::optional<Fingerprint> fingerprint = peers_[it->second]->fingerprint_of(id);
+    if (fingerprint && !is_point_to_point(fingerprint->collective)) calls.push_back(*fingerprint);
+  }
+  return calls;
+}
+
+void ProgressEngine::maybe_probe(std::span<const RequestId> ids, Clock::time_point now) {
+  if (!stall_.probe_due(now)) return;
+  std::vector<Fingerprint> calls = pending_calls(ids);
+  if (calls.empty()) return;
+  // The oldest call is the one this rank is blocked in; later ones may not have started.
+  const Fingerprint& oldest = *std::min_element(
+      calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+  for (auto& peer : peers_) {
+    if (!peer || peer->failure()) continue;
+    peer->post_probe(oldest);
+    peer->progress_send(pending_);
+  }
+}
+
+void ProgressEngine::check_probes(std::span<const RequestId> ids, bool only_news) {
+  bool relevant = false;
+  for (auto& peer : peers_) {
+    if (!peer) continue;
+    bool news = peer->take_probe_news();  // every flag is taken, none short-circuited
+    if (news || (!only_news && peer->probe())) relevant = true;
+  }
+  if (!relevant) return;
+  std::vector<Fingerprint> calls = pending_calls(ids);
+  if (calls.empty()) return;
+  std::uint64_t newest = 0;
+  for (const Fingerprint& call : calls) newest = std::max(newest, call.seq);
+  for (int p = 0; p < size_; ++p) {
+    PeerChannel* peer = peers_[p].get();
+    if (!peer || !peer->probe()) continue;
+    for (const Fingerprint& call : calls) {
+      if (auto sentence = probe_conflict(rank_, call, p, *peer->probe())) {
+        throw Error(Status::Mismatch, *sentence);
+      }
+    }
+    // A call this rank has reached and matched (or passed) tells nothing more.
+    if (peer->probe()->seq <= newest) peer->drop_probe();
+  }
+}
+
+}  // namespace chorus::transport
