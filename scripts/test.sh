@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: the release build, then the same suite under AddressSanitizer+UBSan.
+# Every test: the release build, the same suite under AddressSanitizer+UBSan, then the
+# transport and communicator tests under ThreadSanitizer.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup-debian.sh"
@@ -12,3 +13,11 @@ jobs="$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd "$root/build-asan" && ctest --output-on-failure -j "$jobs" --timeout 600)
+
+# ThreadSanitizer on the progress code: the transport and communicator tests (label "progress").
+CHORUS_BUILD_TARGETS="test_transport_units test_transport_data test_transport_failures
+  test_transport_stall_probe test_transport_liveness test_transport_progress_modes
+  test_comm_units test_comm_movement test_comm_faults test_comm_split" \
+  "$root/scripts/build.sh" "$root/build-tsan" -DCHORUS_SANITIZE=thread
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+(cd "$root/build-tsan" && ctest --output-on-failure -j "$jobs" --timeout 600 -L progress)
