@@ -1,0 +1,119 @@
+// Run-time choice of the reduction kernel: what the CPU and OS support, and
+// the CHORUS_REDUCE_ISA override.
+#include "core/env.hpp"
+#include "core/reduce_kernels.hpp"
+
+#include <chorus/error.hpp>
+
+#include <string>
+
+namespace chorus {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+constexpr bool kX86 = true;
+#else
+constexpr bool kX86 = false;
+#endif
+
+// __builtin_cpu_supports reads libgcc's CPUID table, which also checks that the
+// OS saves the YMM/ZMM state (XGETBV), so a "yes" means the instructions run.
+bool cpu_has_avx2() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx512() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
+ReduceIsa best_supported_isa() noexcept {
+  if (reduce_isa_supported(ReduceIsa::Avx512)) return ReduceIsa::Avx512;
+  if (reduce_isa_supported(ReduceIsa::Avx2)) return ReduceIsa::Avx2;
+  return ReduceIsa::Generic;
+}
+
+ReduceIsa resolve_isa() {
+  std::string forced = env_or("CHORUS_REDUCE_ISA", "");
+  if (forced.empty()) return best_supported_isa();
+  ReduceIsa isa;
+  if (!parse_reduce_isa(forced, &isa)) {
+    throw Error(Status::InvalidArgument,
+                "CHORUS_REDUCE_ISA must be generic, avx2 or avx512, got '" + forced + "'");
+  }
+  if (!reduce_isa_supported(isa)) {
+    throw Error(Status::InvalidArgument,
+                "CHORUS_REDUCE_ISA=" + forced + " but this CPU or OS does not support it");
+  }
+  return isa;
+}
+
+}  // namespace
+
+std::string_view to_string(ReduceIsa isa) noexcept {
+  switch (isa) {
+    case ReduceIsa::Generic:
+      return "generic";
+    case ReduceIsa::Avx2:
+      return "avx2";
+    case ReduceIsa::Avx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+bool parse_reduce_isa(std::string_view name, ReduceIsa* out) noexcept {
+  for (ReduceIsa isa : kReduceIsas) {
+    if (name == to_string(isa)) {
+      *out = isa;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool reduce_isa_supported(ReduceIsa isa) noexcept {
+  switch (isa) {
+    case ReduceIsa::Generic:
+      return true;
+    case ReduceIsa::Avx2:
+      return kX86 && cpu_has_avx2();
+    case ReduceIsa::Avx512:
+      return kX86 && cpu_has_avx512();
+  }
+  return false;
+}
+
+ReduceKernel reduce_kernel(ReduceIsa isa) {
+  if (!reduce_isa_supported(isa)) {
+    throw Error(Status::InvalidArgument,
+                "the " + std::string(to_string(isa)) + " reduction kernel is not supported here");
+  }
+  switch (isa) {
+    case ReduceIsa::Avx2:
+      return reduce_into_avx2;
+    case ReduceIsa::Avx512:
+      return reduce_into_avx512;
+    case ReduceIsa::Generic:
+      break;
+  }
+  return reduce_into_generic;
+}
+
+ReduceIsa active_reduce_isa() {
+  static const ReduceIsa isa = resolve_isa();
+  return isa;
+}
+
+}  // namespace chorus

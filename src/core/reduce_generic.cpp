@@ -1,0 +1,114 @@
+// The portable reduction kernel: plain loops that g++ vectorises for the native
+// types at -O2/-O3 (without -march, so SSE2 only); half types are widened to fp32
+// a block at a time, reduced, and rounded back to nearest even once.
+#include "core/half.hpp"
+#include "core/reduce_kernels.hpp"
+
+#include <chorus/error.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace chorus {
+namespace {
+
+// Integer sum and product wrap like unsigned arithmetic (no signed overflow UB).
+template <typename T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return a + b;
+  }
+}
+
+template <typename T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
+template <typename T, typename F>
+void apply(T* dst, const T* a, const T* b, std::size_t n, F f) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i]);
+}
+
+template <typename T>
+void reduce_typed(T* dst, const T* a, const T* b, std::size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return apply(dst, a, b, n, [](T x, T y) { return wrap_add(x, y); });
+    case ReduceOp::Prod:
+      return apply(dst, a, b, n, [](T x, T y) { return wrap_mul(x, y); });
+    case ReduceOp::Max:
+      return apply(dst, a, b, n, [](T x, T y) { return x < y ? y : x; });
+    case ReduceOp::Min:
+      return apply(dst, a, b, n, [](T x, T y) { return y < x ? y : x; });
+    case ReduceOp::Avg:
+      break;
+  }
+  throw Error(Status::InternalError, "reduce kernel called with avg; callers lower it to sum");
+}
+
+// Half types: widen a block to fp32, reduce, narrow once.
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
+void reduce_half(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::size_t n,
+                 ReduceOp op) {
+  constexpr std::size_t kBlock = 256;
+  float fa[kBlock], fb[kBlock];
+  for (std::size_t base = 0; base < n; base += kBlock) {
+    std::size_t m = n - base < kBlock ? n - base : kBlock;
+    for (std::size_t i = 0; i < m; ++i) {
+      fa[i] = ToFloat(a[base + i]);
+      fb[i] = ToFloat(b[base + i]);
+    }
+    reduce_typed(fa, fa, fb, m, op);
+    for (std::size_t i = 0; i < m; ++i) dst[base + i] = FromFloat(fa[i]);
+  }
+}
+
+template <typename T>
+void reduce_as(void* dst, const void* a, const void* b, std::size_t n, ReduceOp op) {
+  reduce_typed(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n, op);
+}
+
+}  // namespace
+
+void reduce_into_generic(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
+                         ReduceOp op) {
+  using std::int8_t, std::uint8_t, std::int32_t, std::uint32_t, std::int64_t, std::uint64_t;
+  switch (dtype) {
+    case DataType::Int8:
+      return reduce_as<int8_t>(dst, a, b, count, op);
+    case DataType::Uint8:
+      return reduce_as<uint8_t>(dst, a, b, count, op);
+    case DataType::Int32:
+      return reduce_as<int32_t>(dst, a, b, count, op);
+    case DataType::Uint32:
+      return reduce_as<uint32_t>(dst, a, b, count, op);
+    case DataType::Int64:
+      return reduce_as<int64_t>(dst, a, b, count, op);
+    case DataType::Uint64:
+      return reduce_as<uint64_t>(dst, a, b, count, op);
+    case DataType::Float32:
+      return reduce_as<float>(dst, a, b, count, op);
+    case DataType::Float64:
+      return reduce_as<double>(dst, a, b, count, op);
+    case DataType::Float16:
+      return reduce_half<half_to_float, float_to_half>(static_cast<uint16_t*>(dst),
+                                                       static_cast<const uint16_t*>(a),
+                                                       static_cast<const uint16_t*>(b), count, op);
+    case DataType::Bfloat16:
+      return reduce_half<bf16_to_float, float_to_bf16>(static_cast<uint16_t*>(dst),
+                                                       static_cast<const uint16_t*>(a),
+                                                       static_cast<const uint16_t*>(b), count, op);
+  }
+  throw Error(Status::InternalError, "reduce kernel called with an unknown dtype");
+}
+
+}  // namespace chorus

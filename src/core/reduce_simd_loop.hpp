@@ -1,0 +1,114 @@
+// The loop shared by the SIMD reduction kernels, written once over a "lane
+// traits" type per (ISA, dtype). Include it only from a kernel file, after its
+// `#pragma GCC target`, so that these templates compile for that ISA; they are
+// instantiated with traits from the file's anonymous namespace, so every
+// instantiation has internal linkage and the ISAs never meet in the linker.
+//
+// A lane traits type `L` provides:
+//   using T;                 element type in memory
+//   using V;                 vector type the arithmetic runs in
+//   static constexpr std::size_t kLanes;   elements per vector
+//   static V load(const T*); static void store(T*, V);   unaligned
+//   static V add(V, V); static V mul(V, V);
+//   static V max(V x, V y);  must equal, lane by lane, C's `x < y ? y : x`
+//   static V min(V x, V y);  must equal, lane by lane, C's `y < x ? y : x`
+// which is what the generic kernel computes (including which operand a NaN
+// comparison returns, so float max/min match bit for bit).
+#pragma once
+
+#include "core/reduce_kernels.hpp"
+
+#include <cstddef>
+
+namespace chorus::simd {
+
+// Whole vectors, two per iteration for memory-level parallelism; the tail
+// (fewer than kLanes elements) goes to the generic kernel, which computes the
+// same values. Both vectors are loaded before either is stored, and each store
+// touches only the indices just loaded, so dst == a or dst == b is safe.
+template <typename L, typename F>
+void run_lanes(void* dst, const void* a, const void* b, std::size_t n, DataType dtype, ReduceOp op,
+               F f) {
+  using T = typename L::T;
+  constexpr std::size_t kStep = L::kLanes;
+  T* d = static_cast<T*>(dst);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  std::size_t i = 0;
+  for (; i + 2 * kStep <= n; i += 2 * kStep) {
+    auto r0 = f(L::load(x + i), L::load(y + i));
+    auto r1 = f(L::load(x + i + kStep), L::load(y + i + kStep));
+    L::store(d + i, r0);
+    L::store(d + i + kStep, r1);
+  }
+  for (; i + kStep <= n; i += kStep) L::store(d + i, f(L::load(x + i), L::load(y + i)));
+  reduce_into_generic(d + i, x + i, y + i, n - i, dtype, op);
+}
+
+// One functor per op. Functors rather than lambdas: g++ does not give a lambda
+// the enclosing `#pragma GCC target`, and vector arguments need it.
+template <typename L>
+struct AddLanes {
+  typename L::V operator()(typename L::V x, typename L::V y) const { return L::add(x, y); }
+};
+template <typename L>
+struct MulLanes {
+  typename L::V operator()(typename L::V x, typename L::V y) const { return L::mul(x, y); }
+};
+template <typename L>
+struct MaxLanes {
+  typename L::V operator()(typename L::V x, typename L::V y) const { return L::max(x, y); }
+};
+template <typename L>
+struct MinLanes {
+  typename L::V operator()(typename L::V x, typename L::V y) const { return L::min(x, y); }
+};
+
+template <typename L>
+void reduce_lanes(void* dst, const void* a, const void* b, std::size_t n, DataType dtype,
+                  ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return run_lanes<L>(dst, a, b, n, dtype, op, AddLanes<L>{});
+    case ReduceOp::Prod:
+      return run_lanes<L>(dst, a, b, n, dtype, op, MulLanes<L>{});
+    case ReduceOp::Max:
+      return run_lanes<L>(dst, a, b, n, dtype, op, MaxLanes<L>{});
+    case ReduceOp::Min:
+      return run_lanes<L>(dst, a, b, n, dtype, op, MinLanes<L>{});
+    case ReduceOp::Avg:
+      break;
+  }
+  reduce_into_generic(dst, a, b, n, dtype, op);  // throws the generic kernel's error
+}
+
+// `Isa` names one lane traits type per dtype: I8 U8 I32 U32 I64 U64 F16 BF16 F32 F64.
+template <typename Isa>
+void reduce_into_isa(void* dst, const void* a, const void* b, std::size_t n, DataType dtype,
+                     ReduceOp op) {
+  switch (dtype) {
+    case DataType::Int8:
+      return reduce_lanes<typename Isa::I8>(dst, a, b, n, dtype, op);
+    case DataType::Uint8:
+      return reduce_lanes<typename Isa::U8>(dst, a, b, n, dtype, op);
+    case DataType::Int32:
+      return reduce_lanes<typename Isa::I32>(dst, a, b, n, dtype, op);
+    case DataType::Uint32:
+      return reduce_lanes<typename Isa::U32>(dst, a, b, n, dtype, op);
+    case DataType::Int64:
+      return reduce_lanes<typename Isa::I64>(dst, a, b, n, dtype, op);
+    case DataType::Uint64:
+      return reduce_lanes<typename Isa::U64>(dst, a, b, n, dtype, op);
+    case DataType::Float16:
+      return reduce_lanes<typename Isa::F16>(dst, a, b, n, dtype, op);
+    case DataType::Bfloat16:
+      return reduce_lanes<typename Isa::BF16>(dst, a, b, n, dtype, op);
+    case DataType::Float32:
+      return reduce_lanes<typename Isa::F32>(dst, a, b, n, dtype, op);
+    case DataType::Float64:
+      return reduce_lanes<typename Isa::F64>(dst, a, b, n, dtype, op);
+  }
+  reduce_into_generic(dst, a, b, n, dtype, op);  // throws for an unknown dtype
+}
+
+}  // namespace chorus::simd

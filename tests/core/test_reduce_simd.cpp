@@ -1,0 +1,211 @@
+// Every SIMD reduction kernel the machine supports must give the generic
+// kernel's bits for every dtype x op, every length 0..300, vector-misaligned
+// pointers, and in place (dst == a, dst == b). The one allowed difference is a
+// NaN's payload: where the generic result is a NaN, the SIMD one must be a NaN.
+#include "core/half.hpp"
+#include "core/reduce.hpp"
+#include "core/reduce_kernels.hpp"
+
+#include <chorus/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace chorus {
+namespace {
+
+constexpr DataType kDtypes[] = {
+    DataType::Int8,   DataType::Uint8,   DataType::Int32,    DataType::Uint32,  DataType::Int64,
+    DataType::Uint64, DataType::Float16, DataType::Bfloat16, DataType::Float32, DataType::Float64};
+constexpr ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min};
+constexpr std::size_t kMaxLength = 300;
+constexpr std::size_t kMaxShift = 3;  // element offsets that break 16/32/64-byte alignment
+
+bool is_nan(DataType dtype, const std::uint8_t* p) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, p, dtype_size(dtype));
+  switch (dtype) {
+    case DataType::Float16:
+      return (bits & 0x7fffu) > 0x7c00u;
+    case DataType::Bfloat16:
+      return (bits & 0x7fffu) > 0x7f80u;
+    case DataType::Float32:
+      return (bits & 0x7fffffffu) > 0x7f800000u;
+    case DataType::Float64:
+      return (bits & 0x7fffffffffffffffu) > 0x7ff0000000000000u;
+    default:
+      return false;
+  }
+}
+
+// One random element: half the time raw random bits (every exponent, NaN, inf,
+// subnormals, and all integer bit patterns), else a small value in steps of
+// 1/4 (exact sums that cancel to +-0, equal operands for max/min ties).
+void random_element(DataType dtype, std::mt19937_64& rng, std::uint8_t* out) {
+  std::uint64_t bits = rng();
+  if (bits & 1u) {
+    std::memcpy(out, &bits, dtype_size(dtype));
+    return;
+  }
+  double small = static_cast<double>(static_cast<int>((bits >> 8) % 33) - 16) / 4.0;
+  switch (dtype) {
+    case DataType::Float16: {
+      auto h = float_to_half(static_cast<float>(small));
+      std::memcpy(out, &h, 2);
+      return;
+    }
+    case DataType::Bfloat16: {
+      auto h = float_to_bf16(static_cast<float>(small));
+      std::memcpy(out, &h, 2);
+      return;
+    }
+    case DataType::Float32: {
+      auto f = static_cast<float>(small);
+      std::memcpy(out, &f, 4);
+      return;
+    }
+    case DataType::Float64:
+      std::memcpy(out, &small, 8);
+      return;
+    default: {
+      auto v = static_cast<std::int64_t>(small * 4.0);
+      std::memcpy(out, &v, dtype_size(dtype));  // little-endian: the low bytes
+      return;
+    }
+  }
+}
+
+std::vector<std::uint8_t> random_buffer(DataType dtype, std::size_t count, std::mt19937_64& rng) {
+  std::vector<std::uint8_t> bytes(count * dtype_size(dtype));
+  for (std::size_t i = 0; i < count; ++i)
+    random_element(dtype, rng, bytes.data() + i * dtype_size(dtype));
+  return bytes;
+}
+
+// Where a kernel writes its result relative to its inputs.
+enum class Placement { OutOfPlace, IntoA, IntoB };
+
+struct Case {
+  DataType dtype;
+  ReduceOp op;
+  std::size_t length;
+  std::size_t shift;  // elements; a, b and dst are shifted by shift, shift+1, shift+2 (mod 4)
+  Placement placement;
+};
+
+// Runs `kernel` on a copy of the inputs laid out per `c`; returns the result.
+std::vector<std::uint8_t> run_case(ReduceKernel kernel, const Case& c,
+                                   const std::vector<std::uint8_t>& a,
+                                   const std::vector<std::uint8_t>& b) {
+  const std::size_t size = dtype_size(c.dtype);
+  const std::size_t bytes = c.length * size;
+  const std::size_t pad = (kMaxShift + 1) * size;
+  std::vector<std::uint8_t> buf_a(bytes + pad), buf_b(bytes + pad), buf_d(bytes + pad, 0xcd);
+  std::uint8_t* pa = buf_a.data() + (c.shift % 4) * size;
+  std::uint8_t* pb = buf_b.data() + ((c.shift + 1) % 4) * size;
+  std::uint8_t* pd = buf_d.data() + ((c.shift + 2) % 4) * size;
+  if (bytes) std::memcpy(pa, a.data(), bytes);
+  if (bytes) std::memcpy(pb, b.data(), bytes);
+  if (c.placement == Placement::IntoA) pd = pa;
+  if (c.placement == Placement::IntoB) pd = pb;
+  kernel(pd, pa, pb, c.length, c.dtype, c.op);
+  return std::vector<std::uint8_t>(pd, pd + bytes);
+}
+
+::testing::AssertionResult same_results(const Case& c, const std::vector<std::uint8_t>& want,
+                                        const std::vector<std::uint8_t>& got) {
+  const std::size_t size = dtype_size(c.dtype);
+  for (std::size_t i = 0; i < c.length; ++i) {
+    const std::uint8_t* w = want.data() + i * size;
+    const std::uint8_t* g = got.data() + i * size;
+    if (std::memcmp(w, g, size) == 0) continue;
+    if (is_nan(c.dtype, w) && is_nan(c.dtype, g)) continue;
+    return ::testing::AssertionFailure()
+           << to_string(c.dtype) << " " << to_string(c.op) << " length " << c.length << " shift "
+           << c.shift << " placement " << static_cast<int>(c.placement) << ": element " << i
+           << " differs";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+void check_isa_matches_generic(ReduceIsa isa) {
+  if (!reduce_isa_supported(isa)) GTEST_SKIP() << to_string(isa) << " not supported here";
+  ReduceKernel kernel = reduce_kernel(isa);
+  std::mt19937_64 rng(0x5eed0000u + static_cast<unsigned>(isa));
+  for (DataType dtype : kDtypes) {
+    for (std::size_t length = 0; length <= kMaxLength; ++length) {
+      auto a = random_buffer(dtype, length, rng);
+      auto b = random_buffer(dtype, length, rng);
+      for (ReduceOp op : kOps) {
+        Case reference{dtype, op, length, 0, Placement::OutOfPlace};
+        auto want = run_case(reduce_into_generic, reference, a, b);
+        for (std::size_t shift = 0; shift <= kMaxShift; ++shift) {
+          for (Placement placement : {Placement::OutOfPlace, Placement::IntoA, Placement::IntoB}) {
+            Case c{dtype, op, length, shift, placement};
+            ASSERT_TRUE(same_results(c, want, run_case(kernel, c, a, b)));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ReduceSimd, Avx2MatchesGeneric) { check_isa_matches_generic(ReduceIsa::Avx2); }
+TEST(ReduceSimd, Avx512MatchesGeneric) { check_isa_matches_generic(ReduceIsa::Avx512); }
+
+// The rounding edges of the half types, exhaustively over one operand: every
+// fp16/bf16 bit pattern summed with values that land on ties, overflow to
+// infinity and the subnormal range.
+TEST(ReduceSimd, HalfTypesRoundLikeGenericOnEveryBitPattern) {
+  std::vector<std::uint16_t> all(65536);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+  const std::uint16_t partners[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x3c00, 0x3c01, 0x7bff,
+                                    0xfbff, 0x0400, 0x3f80, 0x7f7f, 0x0080, 0x1400, 0xc000};
+  for (ReduceIsa isa : kReduceIsas) {
+    if (isa == ReduceIsa::Generic || !reduce_isa_supported(isa)) continue;
+    for (DataType dtype : {DataType::Float16, DataType::Bfloat16}) {
+      for (std::uint16_t partner : partners) {
+        std::vector<std::uint16_t> other(all.size(), partner);
+        for (ReduceOp op : kOps) {
+          Case c{dtype, op, all.size(), 0, Placement::OutOfPlace};
+          std::vector<std::uint8_t> a(all.size() * 2), b(all.size() * 2);
+          std::memcpy(a.data(), all.data(), a.size());
+          std::memcpy(b.data(), other.data(), b.size());
+          auto want = run_case(reduce_into_generic, c, a, b);
+          ASSERT_TRUE(same_results(c, want, run_case(reduce_kernel(isa), c, a, b)))
+              << to_string(isa) << " partner " << partner;
+        }
+      }
+    }
+  }
+}
+
+TEST(ReduceSimd, IsaNamesRoundTripAndGenericIsAlwaysThere) {
+  for (ReduceIsa isa : kReduceIsas) {
+    ReduceIsa parsed;
+    ASSERT_TRUE(parse_reduce_isa(to_string(isa), &parsed));
+    EXPECT_EQ(parsed, isa);
+  }
+  ReduceIsa parsed;
+  EXPECT_FALSE(parse_reduce_isa("sse9", &parsed));
+  EXPECT_TRUE(reduce_isa_supported(ReduceIsa::Generic));
+  EXPECT_TRUE(reduce_isa_supported(active_reduce_isa()));
+}
+
+TEST(ReduceSimd, KernelsRejectAvgLikeTheGenericOne) {
+  float a[20] = {}, b[20] = {}, d[20];
+  for (ReduceIsa isa : kReduceIsas) {
+    if (!reduce_isa_supported(isa)) continue;
+    EXPECT_THROW(reduce_kernel(isa)(d, a, b, 20, DataType::Float32, ReduceOp::Avg), Error)
+        << to_string(isa);
+  }
+}
+
+}  // namespace
+}  // namespace chorus
