@@ -15,6 +15,14 @@ void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype
   std::memcpy(dst, src, bytes_of(count, dtype));
 }
 
+void rotate_blocks(void* dst, const void* src, int first, int nblocks, std::size_t count,
+                   DataType dtype) {
+  const auto head = static_cast<std::size_t>(first) * count;
+  const auto tail = static_cast<std::size_t>(nblocks - first) * count;
+  copy_elements(dst, element_at(src, head, dtype), tail, dtype);
+  copy_elements(element_at(dst, tail, dtype), src, head, dtype);
+}
+
 Scratch::Scratch(std::size_t count, DataType dtype)
     : data_(std::make_unique_for_overwrite<std::byte[]>(bytes_of(count, dtype))), dtype_(dtype) {}
 

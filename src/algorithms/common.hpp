@@ -25,6 +25,12 @@ inline const std::byte* element_at(const void* base, std::size_t index, DataType
 /// Copies `count` elements; nothing when the buffers coincide (in place) or count is 0.
 void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype);
 
+/// Copies `nblocks` blocks of `count` elements rotated left by `first`:
+/// dst holds src blocks first..nblocks-1, then 0..first-1. Used to move
+/// between rank order and order relative to a root.
+void rotate_blocks(void* dst, const void* src, int first, int nblocks, std::size_t count,
+                   DataType dtype);
+
 /// An uninitialised byte buffer owned by one algorithm call. Its start is
 /// aligned for every dtype.
 class Scratch {

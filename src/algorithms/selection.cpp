@@ -130,7 +130,11 @@ const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks) {
 
 const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
                                   std::string_view override_spec) {
-  auto overrides = parse_algorithm_override(override_spec);
+  return select_algorithm(args, nranks, parse_algorithm_override(override_spec));
+}
+
+const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
+                                  const std::vector<AlgorithmOverride>& overrides) {
   std::string_view name = requested_algorithm(overrides, args.collective);
   if (!name.empty()) {
     const Algorithm* requested = find_algorithm(args.collective, name);

@@ -33,6 +33,11 @@ std::vector<AlgorithmOverride> parse_algorithm_override(std::string_view spec);
 std::string_view requested_algorithm(const std::vector<AlgorithmOverride>& overrides,
                                      Collective collective);
 
+/// select_algorithm (algorithm.hpp) with CHORUS_ALGO already parsed: what a
+/// communicator calls on every collective, so the spec is parsed once, at init.
+const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
+                                  const std::vector<AlgorithmOverride>& overrides);
+
 /// Whether `algorithm` takes the case (an algorithm without accepts() takes all).
 bool algorithm_accepts(const Algorithm& algorithm, const CollectiveArgs& args, int nranks);
 

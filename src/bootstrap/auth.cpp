@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace chorus::auth {
 namespace {
@@ -94,9 +95,9 @@ void random_bytes(void* out, std::size_t bytes) {
   }
 }
 
-std::string random_secret() {
-  std::uint8_t raw[32];
-  random_bytes(raw, sizeof(raw));
+std::string random_hex(std::size_t bytes) {
+  std::vector<std::uint8_t> raw(bytes);
+  random_bytes(raw.data(), raw.size());
   static constexpr char kHex[] = "0123456789abcdef";
   std::string text;
   for (std::uint8_t byte : raw) {
@@ -105,6 +106,8 @@ std::string random_secret() {
   }
   return text;
 }
+
+std::string random_secret() { return random_hex(32); }
 
 ServerHandshake::ServerHandshake(std::string secret, std::string purpose)
     : secret_(std::move(secret)), purpose_(std::move(purpose)) {

@@ -29,6 +29,9 @@ void handshake_as_server(int fd, const std::string& secret, std::string_view pur
 /// A fresh random secret: 32 random bytes as 64 lower-case hex characters, for launchers.
 std::string random_secret();
 
+/// `bytes` random bytes as 2*bytes lower-case hex characters.
+std::string random_hex(std::size_t bytes);
+
 /// `bytes` bytes from the kernel's CSPRNG (getrandom, else /dev/urandom). Throws SystemError.
 void random_bytes(void* out, std::size_t bytes);
 

@@ -1,6 +1,7 @@
 // What a Communicator handle points to.
 #pragma once
 
+#include "algorithms/selection.hpp"
 #include "bootstrap/store.hpp"
 #include "comm/executor.hpp"
 #include "core/collective.hpp"
@@ -12,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chorus::detail {
@@ -20,6 +22,7 @@ struct CommState {
   int rank = 0;
   int size = 1;
   Config config;
+  std::vector<algorithms::AlgorithmOverride> algorithm_overrides;  ///< CHORUS_ALGO, parsed once
   std::string name;                      ///< store namespace, unique per communicator of the job
   std::shared_ptr<StoreServer> server;   ///< set on the rank that hosts the store
   std::shared_ptr<Store> store;          ///< the job's store client, shared with sub-communicators
@@ -35,7 +38,7 @@ struct CommState {
   std::atomic<bool> aborted{false};
   mutable std::mutex error_mutex;
   std::string last_error;
-  std::string last_algorithm;
+  std::string_view last_algorithm;  ///< a registered algorithm's name (static storage)
 
   void record_error(const std::string& message) {
     std::lock_guard lock(error_mutex);

@@ -32,6 +32,7 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   state->rank = rank;
   state->size = size;
   state->config = config;
+  state->algorithm_overrides = algorithms::parse_algorithm_override(config.algo);
   state->name = name;
   state->store = store;
   state->server = std::move(server);
@@ -51,14 +52,13 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   return state;
 }
 
-/// The CHORUS_* configuration with the caller's overrides, checked before anything connects.
+/// The CHORUS_* configuration with the caller's overrides. CHORUS_TRANSPORT and
+/// CHORUS_ALGO are parsed (and so checked) once per communicator, in connect_comm.
 Config config_for(const InitOptions& options) {
   Config config = read_config();
   if (options.auth_token) config.auth_token = *options.auth_token;
   if (options.transport) config.transport = *options.transport;
   if (options.timeout) config.timeout = *options.timeout;
-  transport::parse_kind(config.transport);
-  algorithms::parse_algorithm_override(config.algo);
   return config;
 }
 
@@ -163,7 +163,7 @@ std::string Communicator::last_error() const {
 std::string Communicator::last_algorithm() const {
   if (!state_) return "";
   std::lock_guard lock(state_->error_mutex);
-  return state_->last_algorithm;
+  return std::string(state_->last_algorithm);
 }
 
 }  // namespace chorus

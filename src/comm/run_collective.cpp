@@ -10,12 +10,13 @@ namespace chorus::detail {
 namespace {
 
 void run_selected(CommState& comm, const algorithms::CollectiveArgs& args) {
-  const algorithms::Algorithm& algorithm = algorithms::select_algorithm(args, comm.size, comm.config.algo);
+  const algorithms::Algorithm& algorithm =
+      algorithms::select_algorithm(args, comm.size, comm.algorithm_overrides);
   {
     std::lock_guard lock(comm.error_mutex);
     if (comm.last_algorithm != algorithm.name && log_enabled(LogLevel::Info)) {
       log(LogLevel::Info, std::string(to_string(args.collective)) + " uses algorithm " +
-                              std::string(algorithm.name));
+                              std::string(algorithm.name));  // once per change of algorithm
     }
     comm.last_algorithm = algorithm.name;
   }

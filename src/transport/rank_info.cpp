@@ -1,9 +1,10 @@
 // Rendezvous records.
 #include "transport/rank_info.hpp"
 
+#include "bootstrap/auth.hpp"
+
 #include <chorus/error.hpp>
 
-#include <sys/random.h>
 
 #include <cerrno>
 #include <charconv>
@@ -84,23 +85,6 @@ Topology topology_of(const std::vector<RankInfo>& infos) {
   return topology;
 }
 
-std::string random_token() {
-  unsigned char bytes[16];
-  std::size_t done = 0;
-  while (done < sizeof(bytes)) {
-    ssize_t n = ::getrandom(bytes + done, sizeof(bytes) - done, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      throw Error(Status::SystemError, std::string("getrandom failed: ") + std::strerror(errno));
-    done += static_cast<std::size_t>(n);
-  }
-  static const char* digits = "0123456789abcdef";
-  std::string token;
-  for (unsigned char b : bytes) {
-    token += digits[b >> 4];
-    token += digits[b & 0xf];
-  }
-  return token;
-}
+std::string random_token() { return auth::random_hex(16); }
 
 }  // namespace chorus::transport

@@ -62,7 +62,11 @@ TEST_P(Split, RequestsTestAndWaitFor) {
   job.run([](Communicator& c) {
     std::vector<float> big(1 << 16, 1.0f);
     Request r = c.iall_reduce(big.data(), big.data(), big.size(), DataType::Float32, ReduceOp::Sum);
-    while (!r.test()) std::this_thread::sleep_for(100us);
+    const auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!r.test()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "test() never reported completion";
+      std::this_thread::sleep_for(100us);
+    }
     EXPECT_EQ(big[12345], 3.0f);
     Request b = c.ibarrier();
     EXPECT_TRUE(b.wait_for(20s));

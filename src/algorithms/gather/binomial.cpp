@@ -14,20 +14,6 @@
 #include "algorithms/patterns/binomial_tree.hpp"
 
 namespace chorus::algorithms {
-namespace {
-
-// Copies blocks held in relative order (relative 0 = root) into rank order.
-void rotate_to_rank_order(const CollectiveArgs& args, int n, const void* relative_order) {
-  auto count = args.count;
-  auto root = static_cast<std::size_t>(args.root);
-  auto tail = static_cast<std::size_t>(n) - root;  // ranks root..n-1 come first
-  copy_elements(element_at(args.recv, root * count, args.dtype), relative_order, tail * count,
-                args.dtype);
-  copy_elements(args.recv, element_at(relative_order, tail * count, args.dtype), root * count,
-                args.dtype);
-}
-
-}  // namespace
 
 void gather_binomial(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
@@ -56,7 +42,8 @@ void gather_binomial(transport::Transport& transport, const CollectiveArgs& args
     requests.send(parent, gathered.data(), bytes_of(subtree * args.count, args.dtype));
     requests.wait();
   } else {
-    rotate_to_rank_order(args, n, gathered.data());
+    // Relative w belongs to rank (w + root) mod n: relative n-root.. come first in rank order.
+    rotate_blocks(args.recv, gathered.data(), n - args.root, n, args.count, args.dtype);
   }
 }
 

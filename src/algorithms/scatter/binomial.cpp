@@ -14,20 +14,6 @@
 #include "algorithms/patterns/binomial_tree.hpp"
 
 namespace chorus::algorithms {
-namespace {
-
-// Copies the root's blocks from rank order into relative order (relative 0 = root).
-void rotate_to_relative_order(const CollectiveArgs& args, int n, void* relative_order) {
-  auto count = args.count;
-  auto root = static_cast<std::size_t>(args.root);
-  auto tail = static_cast<std::size_t>(n) - root;
-  copy_elements(relative_order, element_at(args.send, root * count, args.dtype), tail * count,
-                args.dtype);
-  copy_elements(element_at(relative_order, tail * count, args.dtype), args.send, root * count,
-                args.dtype);
-}
-
-}  // namespace
 
 void scatter_binomial(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
@@ -46,7 +32,7 @@ void scatter_binomial(transport::Transport& transport, const CollectiveArgs& arg
       static_cast<std::size_t>(patterns::binomial_subtree_size(rank, args.root, n));
   Scratch staged(subtree * args.count, args.dtype);
   if (parent < 0) {
-    rotate_to_relative_order(args, n, staged.data());
+    rotate_blocks(staged.data(), args.send, args.root, n, args.count, args.dtype);  // rank root first
   } else {
     requests.recv(parent, staged.data(), bytes_of(subtree * args.count, args.dtype));
     requests.wait();
