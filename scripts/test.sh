@@ -6,10 +6,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup-debian.sh"
 jobs="$(nproc)"
 
-"$root/scripts/build.sh" "$root/build"
+"$root/scripts/build.sh" "$root/build" -DCHORUS_WITH_TORCH=ON
 (cd "$root/build" && ctest --output-on-failure -j "$jobs" --timeout 300)
 
-"$root/scripts/build.sh" "$root/build-asan" -DCHORUS_SANITIZE=address,undefined
+# The sanitizer builds leave out the torch-facing parts (libtorch is not built with sanitizers).
+"$root/scripts/build.sh" "$root/build-asan" -DCHORUS_SANITIZE=address,undefined -DCHORUS_WITH_TORCH=OFF
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd "$root/build-asan" && ctest --output-on-failure -j "$jobs" --timeout 600)
@@ -18,6 +19,6 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CHORUS_BUILD_TARGETS="test_transport_units test_transport_data test_transport_failures
   test_transport_stall_probe test_transport_liveness test_transport_progress_modes
   test_comm_units test_comm_movement test_comm_faults test_comm_split" \
-  "$root/scripts/build.sh" "$root/build-tsan" -DCHORUS_SANITIZE=thread
+  "$root/scripts/build.sh" "$root/build-tsan" -DCHORUS_SANITIZE=thread -DCHORUS_WITH_TORCH=OFF
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 (cd "$root/build-tsan" && ctest --output-on-failure -j "$jobs" --timeout 600 -L progress)
