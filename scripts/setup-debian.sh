@@ -6,7 +6,9 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 packages=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
   # the training layer and the torch backend: libtorch, torch for /usr/bin/python3, pybind11,
   # a fast BLAS (torch falls back to the slow reference BLAS without it), pytest, the data
-  libtorch-dev python3-torch pybind11-dev libopenblas0 python3-pytest dataset-fashion-mnist)
+  libtorch-dev python3-torch pybind11-dev libopenblas0 python3-pytest dataset-fashion-mnist zlib1g-dev
+  # the libFuzzer harnesses (scripts/fuzz.sh): clang and its fuzzer/sanitizer runtimes
+  clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -38,6 +38,10 @@ class CHORUS_EXPORT Request {
   bool wait_for(std::chrono::milliseconds timeout);
   /// True when complete (throws its error); never blocks.
   bool test();
+  /// For a receive: the rank the message came from, known once the request completed (for a
+  /// receive from a named peer, that peer). -1 for other operations, while pending, or after
+  /// a failure.
+  int source() const;
 
  private:
   std::shared_ptr<detail::RequestState> state_;
@@ -95,8 +99,24 @@ class CHORUS_EXPORT Communicator {
                         std::span<const std::size_t> send_displs, void* recv,
                         std::span<const std::size_t> recv_counts,
                         std::span<const std::size_t> recv_displs, DataType dtype);
+  /// Point-to-point. The untagged forms use tag 0. A receive takes the earliest message from
+  /// `peer` whose tag equals its own; messages with other tags wait for their own receive
+  /// (MPI's matching rule), so messages stay ordered per (sender, receiver, tag). A receive
+  /// must name exactly the sender's count and dtype, else both sides fail with Mismatch.
+  /// tag < 0 is InvalidArgument. Point-to-point requests are kept in flight: they do not wait
+  /// for earlier operations on this communicator, nor later ones for them. A peer lost while
+  /// a receive from it is pending fails that receive with RemoteError.
   Request isend(const void* buf, std::size_t count, DataType dtype, int peer);
   Request irecv(void* buf, std::size_t count, DataType dtype, int peer);
+  Request isend(const void* buf, std::size_t count, DataType dtype, int peer, int tag);
+  Request irecv(void* buf, std::size_t count, DataType dtype, int peer, int tag);
+  /// Receives the next message with `tag` from whichever peer sends one first (one message,
+  /// exactly `count` elements of `dtype`, else Mismatch); Request::source() tells who sent it.
+  /// Messages already arrived are taken earliest arrival first; a tagged receive naming the
+  /// sender and an any-source receive compete in posting order. Losing ANY peer fails a
+  /// pending any-source receive with RemoteError (like MPI_ERR_PROC_FAILED). On a 1-rank
+  /// communicator nobody can send: InvalidUsage.
+  Request irecv_any(void* buf, std::size_t count, DataType dtype, int tag);
   Request ibarrier();
 
   // Blocking forms.
@@ -136,6 +156,18 @@ class CHORUS_EXPORT Communicator {
   }
   void recv(void* buf, std::size_t count, DataType dtype, int peer) {
     irecv(buf, count, dtype, peer).wait();
+  }
+  void send(const void* buf, std::size_t count, DataType dtype, int peer, int tag) {
+    isend(buf, count, dtype, peer, tag).wait();
+  }
+  void recv(void* buf, std::size_t count, DataType dtype, int peer, int tag) {
+    irecv(buf, count, dtype, peer, tag).wait();
+  }
+  /// Blocking any-source receive; returns the sender's rank.
+  int recv_any(void* buf, std::size_t count, DataType dtype, int tag) {
+    Request request = irecv_any(buf, count, dtype, tag);
+    request.wait();
+    return request.source();
   }
   void barrier() { ibarrier().wait(); }
 

@@ -33,6 +33,8 @@ struct CollectiveArgs {
   std::span<const std::size_t> send_counts, send_displs, recv_counts, recv_displs;  ///< all-to-all-v, in elements
   Fingerprint fingerprint;  ///< stamped on every message this call sends
   Deadline deadline;
+  bool host_arena = false;  ///< the transport has a host arena (shm_direct algorithms need it)
+  std::size_t chunk_bytes = 0;  ///< pipelined algorithms: bytes per chunk (0: their own default)
 };
 
 struct Algorithm {

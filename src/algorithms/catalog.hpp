@@ -9,26 +9,38 @@
 #pragma once
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/patterns/blocks.hpp"
 
 #include <cstddef>
+
+namespace chorus::transport::shm {
+class HostArena;
+}
 
 namespace chorus::algorithms {
 
 void allreduce_ring(transport::Transport& transport, const CollectiveArgs& args);
 void allreduce_recursive_doubling(transport::Transport& transport, const CollectiveArgs& args);
 void allreduce_reduce_broadcast(transport::Transport& transport, const CollectiveArgs& args);
+void allreduce_rabenseifner(transport::Transport& transport, const CollectiveArgs& args);
+void allreduce_hierarchical(transport::Transport& transport, const CollectiveArgs& args);
 
 void broadcast_binomial(transport::Transport& transport, const CollectiveArgs& args);
 void broadcast_ring(transport::Transport& transport, const CollectiveArgs& args);
+void broadcast_knomial(transport::Transport& transport, const CollectiveArgs& args);
 
 void reduce_binomial(transport::Transport& transport, const CollectiveArgs& args);
+void reduce_knomial(transport::Transport& transport, const CollectiveArgs& args);
 
 void allgather_ring(transport::Transport& transport, const CollectiveArgs& args);
 void allgather_recursive_doubling(transport::Transport& transport, const CollectiveArgs& args);
 /// Declines rank counts that are not powers of two.
 bool accepts_power_of_two(const CollectiveArgs& args, int nranks);
+void allgather_bruck(transport::Transport& transport, const CollectiveArgs& args);
 
 void reduce_scatter_ring(transport::Transport& transport, const CollectiveArgs& args);
+void reduce_scatter_recursive_halving(transport::Transport& transport, const CollectiveArgs& args);
+void reduce_scatter_pairwise(transport::Transport& transport, const CollectiveArgs& args);
 
 void gather_linear(transport::Transport& transport, const CollectiveArgs& args);
 void gather_binomial(transport::Transport& transport, const CollectiveArgs& args);
@@ -37,9 +49,27 @@ void scatter_linear(transport::Transport& transport, const CollectiveArgs& args)
 void scatter_binomial(transport::Transport& transport, const CollectiveArgs& args);
 
 void alltoall_pairwise(transport::Transport& transport, const CollectiveArgs& args);
+void alltoall_bruck(transport::Transport& transport, const CollectiveArgs& args);
 void alltoallv_pairwise(transport::Transport& transport, const CollectiveArgs& args);
 
 void barrier_dissemination(transport::Transport& transport, const CollectiveArgs& args);
+
+// shm_direct: collectives worked directly in the transport's host arena
+// (transport/shm/host_arena.hpp); they accept only when it exists.
+void allreduce_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void reduce_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void allgather_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void reduce_scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void gather_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void barrier_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+/// Accepts when args.host_arena (every rank on this host, shared memory allowed).
+bool accepts_host_arena(const CollectiveArgs& args, int nranks);
+/// The transport's host arena with the call begun (fingerprint published).
+transport::shm::HostArena& begin_arena_call(transport::Transport& transport,
+                                            const CollectiveArgs& args);
 
 // Building blocks (n >= 2), with blocks cut by patterns::block_of(total, n, i).
 
@@ -53,5 +83,26 @@ void ring_reduce_scatter_pass(transport::Transport& transport, const CollectiveA
 /// rank's block already in place; on return every block is.
 void ring_allgather_pass(transport::Transport& transport, const CollectiveArgs& args, void* buffer,
                          std::size_t total);
+
+/// `units` units of `unit` elements cut into `parts` (a power of two) groups by
+/// patterns::block_of(units, parts, g); see halving.cpp.
+struct CoreGroups {
+  std::size_t units;
+  std::size_t unit;
+  int parts;
+  /// Elements of the groups [first, first + groups), one contiguous range.
+  patterns::Block span(int first, int groups) const;
+};
+
+/// Recursive-halving reduce-scatter among core ranks [0, groups.parts) (this
+/// rank is one): `buffer` holds this rank's whole input and is reduced in
+/// place; on return group `rank` of it holds the reduction over the core.
+void halving_reduce_scatter_pass(transport::Transport& transport, const CollectiveArgs& args,
+                                 void* buffer, const CoreGroups& groups);
+
+/// Recursive-doubling all-gather among the core ranks: group `rank` of
+/// `buffer` is in place; on return every group is.
+void doubling_allgather_pass(transport::Transport& transport, const CollectiveArgs& args,
+                             void* buffer, const CoreGroups& groups);
 
 }  // namespace chorus::algorithms

@@ -1,4 +1,4 @@
-// Algorithm selection: the default table, CHORUS_ALGO parsing, and the
+// Algorithm selection: the cost-model choice, CHORUS_ALGO parsing, and the
 // fallback when a named algorithm declines a case. Everything here is a pure
 // function of its arguments, so every rank of a call picks the same algorithm.
 #include "algorithms/selection.hpp"
@@ -9,8 +9,6 @@
 
 namespace chorus::algorithms {
 namespace {
-
-constexpr std::size_t kKiB = 1024;
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
@@ -86,46 +84,56 @@ std::size_t selection_bytes(const CollectiveArgs& args) {
   return args.count * dtype_size(args.dtype);
 }
 
-std::string_view preferred_algorithm(Collective collective, std::size_t bytes, int nranks) {
-  switch (collective) {
-    case Collective::AllReduce:
-      return bytes < 64 * kKiB ? "recursive_doubling" : "ring";
-    case Collective::Broadcast:
-      return bytes >= 1024 * kKiB && nranks > 2 ? "ring" : "binomial";
-    case Collective::Reduce:
-      return "binomial";
-    case Collective::AllGather:
-      return bytes * static_cast<std::size_t>(nranks) < 64 * kKiB ? "recursive_doubling" : "ring";
-    case Collective::ReduceScatter:
-      return "ring";
-    case Collective::Gather:
-    case Collective::Scatter:
-      return "linear";
-    case Collective::AllToAll:
-    case Collective::AllToAllV:
-      return "pairwise";
-    case Collective::Barrier:
-      return "dissemination";
-    case Collective::Send:
-    case Collective::Recv:
-      break;
-  }
-  throw Error(Status::InvalidUsage, std::string(to_string(collective)) +
-                                        " has no algorithms; the communicator moves it itself");
+SelectionContext single_host_context(int nranks) {
+  SelectionContext context;
+  context.machine.nranks = nranks;
+  return context;
 }
 
-const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks) {
-  std::string_view name = preferred_algorithm(args.collective, selection_bytes(args), nranks);
-  const Algorithm* preferred = find_algorithm(args.collective, name);
-  if (preferred && algorithm_accepts(*preferred, args, nranks)) return *preferred;
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective == args.collective && algorithm_accepts(algorithm, args, nranks)) {
-      return algorithm;
-    }
+Selection evaluate(const Algorithm& algorithm, const CollectiveArgs& args,
+                   const SelectionContext& context) {
+  const std::size_t bytes = selection_bytes(args);
+  Selection choice{&algorithm, modelled_chunk_bytes(algorithm.name, args.collective, bytes,
+                                                    context.machine, context.parameters)};
+  choice.modelled_seconds = modelled_cost(algorithm.name, args.collective, bytes, context.machine,
+                                          context.parameters, choice.chunk_bytes);
+  return choice;
+}
+
+Selection default_selection(const CollectiveArgs& args, const SelectionContext& context) {
+  if (args.collective == Collective::Send || args.collective == Collective::Recv) {
+    throw Error(Status::InvalidUsage, std::string(to_string(args.collective)) +
+                                          " has no algorithms; the communicator moves it itself");
   }
+  const int nranks = context.machine.nranks;
+  Selection best;
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective != args.collective || !algorithm_accepts(algorithm, args, nranks)) {
+      continue;
+    }
+    Selection candidate = evaluate(algorithm, args, context);
+    if (!best.algorithm || candidate.modelled_seconds < best.modelled_seconds) best = candidate;
+  }
+  if (best.algorithm) return best;
   throw Error(Status::InternalError, "no registered algorithm accepts this " +
                                          std::string(to_string(args.collective)) + " on " +
                                          std::to_string(nranks) + " ranks");
+}
+
+Selection select(const CollectiveArgs& args, const SelectionContext& context,
+                 const std::vector<AlgorithmOverride>& overrides) {
+  std::string_view name = requested_algorithm(overrides, args.collective);
+  if (!name.empty()) {
+    const Algorithm* requested = find_algorithm(args.collective, name);
+    if (requested && algorithm_accepts(*requested, args, context.machine.nranks)) {
+      return evaluate(*requested, args, context);
+    }
+  }
+  return default_selection(args, context);
+}
+
+const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks) {
+  return *default_selection(args, single_host_context(nranks)).algorithm;
 }
 
 const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
@@ -135,12 +143,7 @@ const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
 
 const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
                                   const std::vector<AlgorithmOverride>& overrides) {
-  std::string_view name = requested_algorithm(overrides, args.collective);
-  if (!name.empty()) {
-    const Algorithm* requested = find_algorithm(args.collective, name);
-    if (requested && algorithm_accepts(*requested, args, nranks)) return *requested;
-  }
-  return default_algorithm(args, nranks);
+  return *select(args, single_host_context(nranks), overrides).algorithm;
 }
 
 }  // namespace chorus::algorithms

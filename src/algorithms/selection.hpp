@@ -4,6 +4,7 @@
 #pragma once
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/cost_model.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -33,8 +34,8 @@ std::vector<AlgorithmOverride> parse_algorithm_override(std::string_view spec);
 std::string_view requested_algorithm(const std::vector<AlgorithmOverride>& overrides,
                                      Collective collective);
 
-/// select_algorithm (algorithm.hpp) with CHORUS_ALGO already parsed: what a
-/// communicator calls on every collective, so the spec is parsed once, at init.
+/// select_algorithm (algorithm.hpp) with CHORUS_ALGO already parsed, on
+/// single_host_context(nranks).
 const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
                                   const std::vector<AlgorithmOverride>& overrides);
 
@@ -46,17 +47,41 @@ bool algorithm_accepts(const Algorithm& algorithm, const CollectiveArgs& args, i
 /// all-to-all-v).
 std::size_t selection_bytes(const CollectiveArgs& args);
 
-/// The algorithm Chorus prefers for (collective, bytes, nranks) before accepts():
-///   allreduce: recursive_doubling below 64 KiB, else ring;
-///   broadcast: ring from 1 MiB with more than 2 ranks, else binomial;
-///   allgather: recursive_doubling while the gathered result is below 64 KiB, else ring;
-///   reduce: binomial; reducescatter: ring; gather, scatter: linear;
-///   alltoall, alltoallv: pairwise; barrier: dissemination.
-/// Throws Error(InvalidUsage) for send and recv, which have no algorithms.
-std::string_view preferred_algorithm(Collective collective, std::size_t bytes, int nranks);
+/// What selection knows about the communicator besides the call: its shape
+/// (ranks, hosts, link kinds) and the cost-model parameters. The same on every
+/// rank (the topology is exchanged at connect, the tuning file is per job).
+struct SelectionContext {
+  Machine machine;
+  CostParameters parameters = CostParameters::defaults();
+};
 
-/// The preferred algorithm if it accepts the case, else the first registered
-/// algorithm of the collective that does. Throws Error(InternalError) if none does.
+/// A choice: the algorithm, its pipeline chunk (0: none or its own default),
+/// and its modelled time.
+struct Selection {
+  const Algorithm* algorithm = nullptr;
+  std::size_t chunk_bytes = 0;
+  double modelled_seconds = 0;
+};
+
+/// A one-host context of `nranks` ranks over shm rings with the default parameters.
+SelectionContext single_host_context(int nranks);
+
+/// `algorithm` with its modelled chunk and time for the call.
+Selection evaluate(const Algorithm& algorithm, const CollectiveArgs& args,
+                   const SelectionContext& context);
+
+/// Among the registered algorithms of args.collective that accept the case,
+/// the one of lowest modelled cost (cost_model.hpp); ties go to the first
+/// registered. Throws Error(InvalidUsage) for send and recv, which have no
+/// algorithms, and Error(InternalError) if none accepts.
+Selection default_selection(const CollectiveArgs& args, const SelectionContext& context);
+
+/// The override's algorithm when CHORUS_ALGO names one for the collective and
+/// it accepts the case, else default_selection. Pure.
+Selection select(const CollectiveArgs& args, const SelectionContext& context,
+                 const std::vector<AlgorithmOverride>& overrides);
+
+/// default_selection(args, single_host_context(nranks)).algorithm.
 const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks);
 
 }  // namespace chorus::algorithms

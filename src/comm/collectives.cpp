@@ -10,6 +10,8 @@
 namespace chorus {
 namespace {
 
+constexpr int kAnySource = -1;  ///< submit_point_to_point's peer for irecv_any
+
 using algorithms::CollectiveArgs;
 using detail::CommState;
 
@@ -57,7 +59,8 @@ Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
   }
   std::lock_guard lock(s.issue_mutex);
   args.fingerprint = fingerprint_of(args, ++s.collective_seq);
-  return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); }));
+  return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); },
+                                    detail::OpDescription{args.fingerprint}));
 }
 
 CollectiveArgs make(Collective c, const void* send, void* recv, std::size_t count, DataType dtype,
@@ -73,13 +76,22 @@ CollectiveArgs make(Collective c, const void* send, void* recv, std::size_t coun
   return a;
 }
 
-/// Queues one send or receive; `seq` counts the messages of this ordered pair. It is
-/// posted when it reaches the head of the queue and completes in the background.
+/// Queues one send or receive; `any_source`: a receive from whichever peer sends first (its
+/// `peer` is kAnySource; a user's peer of -1 is never taken for it: it fails validation).
+/// The fingerprint carries the tag in `root`; `seq` counts the messages sent to a peer, which
+/// a receive cannot predict once any-source receives take messages, so receives match any
+/// seq (kAnySeq). Posted when it reaches the head of the queue; completes in the background.
 Request submit_point_to_point(const std::shared_ptr<CommState>& state, Collective kind,
-                              const void* buf, std::size_t count, DataType dtype, int peer) {
+                              const void* buf, std::size_t count, DataType dtype, int peer, int tag,
+                              bool any_source = false) {
   CommState& s = live(state);
   try {
-    detail::validate_point_to_point(kind, buf, count, dtype, peer, s.rank, s.size);
+    if (any_source) {
+      detail::validate_recv_any(buf, count, dtype, tag, s.size);
+    } else {
+      detail::validate_point_to_point(kind, buf, count, dtype, peer, s.rank, s.size);
+      detail::validate_tag(kind, tag);
+    }
   } catch (const Error& e) {
     s.record_error(e.what());
     throw;
@@ -89,15 +101,26 @@ Request submit_point_to_point(const std::shared_ptr<CommState>& state, Collectiv
   fp.collective = kind;
   fp.count = count;
   fp.dtype = static_cast<std::uint8_t>(dtype);
-  fp.seq = kind == Collective::Send ? s.send_seq[peer]++ : s.recv_seq[peer]++;
+  fp.root = tag;
+  if (kind == Collective::Send) {
+    fp.seq = s.send_seq[peer]++;
+  } else {
+    fp.seq = any_source ? 0 : s.recv_seq[peer]++;
+    fp.reserved = transport::kAnySeq;
+  }
   const std::size_t bytes = count * dtype_size(dtype);
-  return Request(s.executor->submit_posted([&s, kind, buf, bytes, peer, fp] {
-    transport::RequestId id =
-        kind == Collective::Send
-            ? s.transport->post_send(peer, buf, bytes, fp)
-            : s.transport->post_recv(peer, const_cast<void*>(buf), bytes, fp);
-    return detail::Posted{{id}, deadline_after(s.config.timeout)};
-  }));
+  // A named receive knows its source now; the transport writes an any-source one's.
+  auto source = kind == Collective::Recv ? std::make_shared<int>(peer) : nullptr;
+  return Request(s.executor->submit_posted(
+      [&s, kind, buf, bytes, peer, any_source, fp, source] {
+        void* data = const_cast<void*>(buf);
+        transport::RequestId id =
+            kind == Collective::Send ? s.transport->post_send(peer, buf, bytes, fp)
+            : any_source             ? s.transport->post_recv_any(data, bytes, fp, source.get())
+                                     : s.transport->post_recv(peer, data, bytes, fp);
+        return detail::Posted{{id}, deadline_after(s.config.timeout), source};
+      },
+      detail::OpDescription{fp, peer}));
 }
 
 }  // namespace
@@ -129,12 +152,14 @@ Request Communicator::ireduce_scatter(const void* send, void* recv, std::size_t 
 
 Request Communicator::igather(const void* send, void* recv, std::size_t send_count, DataType dtype,
                               int root) {
-  return submit(state_, make(Collective::Gather, send, recv, send_count, dtype, ReduceOp::Sum, root));
+  return submit(state_,
+                make(Collective::Gather, send, recv, send_count, dtype, ReduceOp::Sum, root));
 }
 
 Request Communicator::iscatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
                                int root) {
-  return submit(state_, make(Collective::Scatter, send, recv, recv_count, dtype, ReduceOp::Sum, root));
+  return submit(state_,
+                make(Collective::Scatter, send, recv, recv_count, dtype, ReduceOp::Sum, root));
 }
 
 Request Communicator::iall_to_all(const void* send, void* recv, std::size_t count, DataType dtype) {
@@ -154,11 +179,23 @@ Request Communicator::iall_to_all_v(const void* send, std::span<const std::size_
 }
 
 Request Communicator::isend(const void* buf, std::size_t count, DataType dtype, int peer) {
-  return submit_point_to_point(state_, Collective::Send, buf, count, dtype, peer);
+  return submit_point_to_point(state_, Collective::Send, buf, count, dtype, peer, 0);
 }
 
 Request Communicator::irecv(void* buf, std::size_t count, DataType dtype, int peer) {
-  return submit_point_to_point(state_, Collective::Recv, buf, count, dtype, peer);
+  return submit_point_to_point(state_, Collective::Recv, buf, count, dtype, peer, 0);
+}
+
+Request Communicator::isend(const void* buf, std::size_t count, DataType dtype, int peer, int tag) {
+  return submit_point_to_point(state_, Collective::Send, buf, count, dtype, peer, tag);
+}
+
+Request Communicator::irecv(void* buf, std::size_t count, DataType dtype, int peer, int tag) {
+  return submit_point_to_point(state_, Collective::Recv, buf, count, dtype, peer, tag);
+}
+
+Request Communicator::irecv_any(void* buf, std::size_t count, DataType dtype, int tag) {
+  return submit_point_to_point(state_, Collective::Recv, buf, count, dtype, kAnySource, tag, true);
 }
 
 Request Communicator::ibarrier() {

@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace chorus::detail {
@@ -23,7 +25,10 @@ struct CommState {
   int size = 1;
   Config config;
   std::vector<algorithms::AlgorithmOverride> algorithm_overrides;  ///< CHORUS_ALGO, parsed once
+  algorithms::SelectionContext selection;  ///< ranks, topology, link kinds, CHORUS_TUNING_FILE
   std::string name;                      ///< store namespace, unique per communicator of the job
+  std::string trace_job;                 ///< the job's id in flight-recorder file names
+  int world_rank = 0;                    ///< rank in the world communicator (file names)
   std::shared_ptr<StoreServer> server;   ///< set on the rank that hosts the store
   std::shared_ptr<Store> store;          ///< the job's store client, shared with sub-communicators
   std::unique_ptr<transport::Transport> transport;
@@ -39,6 +44,8 @@ struct CommState {
   mutable std::mutex error_mutex;
   std::string last_error;
   std::string_view last_algorithm;  ///< a registered algorithm's name (static storage)
+  /// (collective, size bucket = bit_width(bytes), algorithm) choices already logged at INFO.
+  std::set<std::tuple<int, int, std::string_view>> logged_choices;
 
   void record_error(const std::string& message) {
     std::lock_guard lock(error_mutex);

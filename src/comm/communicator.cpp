@@ -3,6 +3,7 @@
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/socket.hpp"
 #include "comm/comm_state.hpp"
+#include "comm/flight_recorder_dump.hpp"
 #include "core/log.hpp"
 #include "transport/mesh.hpp"
 
@@ -25,10 +26,21 @@ namespace {
 
 using detail::CommState;
 
+std::unique_ptr<detail::FlightRecorder> make_recorder(const detail::TraceSettings& trace,
+                                                      const std::string& job, int world_rank,
+                                                      const std::string& name, int rank, int size) {
+  detail::TraceIdentity identity{job, world_rank, detail::trace_comm_name(name), rank, size};
+  return std::make_unique<detail::FlightRecorder>(trace.buffer, std::move(identity));
+}
+
 std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size, const std::string& name,
                                         std::shared_ptr<Store> store,
-                                        std::shared_ptr<StoreServer> server) {
+                                        std::shared_ptr<StoreServer> server,
+                                        const std::string& trace_job, int world_rank) {
+  const detail::TraceSettings trace = detail::read_trace_settings();
   auto state = std::make_shared<CommState>();
+  state->trace_job = trace_job;
+  state->world_rank = world_rank;
   state->rank = rank;
   state->size = size;
   state->config = config;
@@ -45,10 +57,15 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   options.advertise_host = config.socket_ifname;
   options.deadline = deadline_after(config.timeout);
   state->transport = transport::connect_mesh(*scoped, rank, size, options);
+  state->selection.machine.nranks = size;
+  state->selection.machine.topology = state->transport->topology();
+  state->selection.machine.local_shm = options.kind != transport::Kind::Tcp;
+  state->selection.parameters = algorithms::load_tuning_file(config.tuning_file);
   state->executor = detail::Executor::create([raw = state.get()](Status status, const std::string& message) {
     raw->record_error(message);
     raw->transport->abort(status, message);
-  }, state->transport.get());
+  }, state->transport.get(), make_recorder(trace, trace_job, world_rank, name, rank, size));
+  if (trace.buffer > 0) detail::register_trace_source(state->executor, trace);
   return state;
 }
 
@@ -95,7 +112,9 @@ Communicator Communicator::init(const InitOptions& options) {
   // even when one store outlives several jobs' worth of communicators.
   std::int64_t generation = store->add("chorus/init/" + std::to_string(options.rank), 1);
   std::string name = "chorus/g" + std::to_string(generation) + "/world";
-  return Communicator(connect_comm(config, options.rank, options.nranks, name, store, server));
+  return Communicator(connect_comm(config, options.rank, options.nranks, name, store, server,
+                                   detail::trace_job_id(config.auth_token, address.port, name),
+                                   options.rank));
 }
 
 Communicator Communicator::init_from_env() {
@@ -140,7 +159,7 @@ Communicator Communicator::split(int color, int key) {
   std::string name = s.name + "/split" + std::to_string(split_id) + "/color" + std::to_string(color);
   try {
     return Communicator(connect_comm(s.config, new_rank, static_cast<int>(members.size()), name,
-                                     s.store, s.server));
+                                     s.store, s.server, s.trace_job, s.world_rank));
   } catch (const Error& e) {
     s.record_error(e.what());
     throw;

@@ -1,5 +1,7 @@
 #include "comm/executor.hpp"
 
+#include "comm/flight_recorder_dump.hpp"
+
 #include <chorus/error.hpp>
 
 #include <algorithm>
@@ -34,15 +36,17 @@ Outcome guarded(F&& f) {
 
 }  // namespace
 
-std::shared_ptr<Executor> Executor::create(FailureHook on_failure, transport::Transport* transport) {
-  std::shared_ptr<Executor> executor(new Executor(std::move(on_failure), transport));
+std::shared_ptr<Executor> Executor::create(FailureHook on_failure, transport::Transport* transport,
+                                           std::unique_ptr<FlightRecorder> recorder) {
+  std::shared_ptr<Executor> executor(
+      new Executor(std::move(on_failure), transport, std::move(recorder)));
   executor->worker_ = std::thread([raw = executor.get()] { raw->worker_loop(); });
   return executor;
 }
 
 Executor::~Executor() { drain_and_stop(); }
 
-std::shared_ptr<RequestState> Executor::enqueue(Item item) {
+std::shared_ptr<RequestState> Executor::enqueue(Item item, const std::optional<OpDescription>& op) {
   item.request = std::make_shared<RequestState>();
   item.request->executor = weak_from_this();
   auto request = item.request;
@@ -50,6 +54,7 @@ std::shared_ptr<RequestState> Executor::enqueue(Item item) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) throw Error(Status::InvalidUsage, "the communicator has been destroyed");
+    if (recorder_ && op) request->record = recorder_->issued(*op, Clock::now());
     queue_.push_back(std::move(item));
     interrupt = waiting_in_transport_;
   }
@@ -58,12 +63,35 @@ std::shared_ptr<RequestState> Executor::enqueue(Item item) {
   return request;
 }
 
-std::shared_ptr<RequestState> Executor::submit(Work work) {
-  return enqueue(Item{std::move(work), nullptr, nullptr});
+std::shared_ptr<RequestState> Executor::submit(Work work, const std::optional<OpDescription>& op) {
+  return enqueue(Item{std::move(work), nullptr, nullptr}, op);
 }
 
-std::shared_ptr<RequestState> Executor::submit_posted(Post post) {
-  return enqueue(Item{nullptr, std::move(post), nullptr});
+std::shared_ptr<RequestState> Executor::submit_posted(Post post,
+                                                      const std::optional<OpDescription>& op) {
+  return enqueue(Item{nullptr, std::move(post), nullptr}, op);
+}
+
+void Executor::record_end(const RequestState& request, Status status, const std::string& message) {
+  if (recorder_) recorder_->finished(request.record, status, message, Clock::now());
+}
+
+void Executor::dump_after_failure(std::unique_lock<std::mutex>& lock, Status status) {
+  if (!recorder_ || failure_dumped_) return;
+  const bool dumped = status == Status::Timeout || status == Status::Mismatch ||
+                      status == Status::RemoteError;
+  if (!dumped) return;
+  failure_dumped_ = true;
+  // running_ stays set: no other step runs, and no waiter sees the request done yet.
+  lock.unlock();
+  dump_all_traces(to_string(status));
+  lock.lock();
+}
+
+std::optional<TraceSnapshot> Executor::trace_snapshot() {
+  std::lock_guard lock(mutex_);
+  if (!recorder_ || !recorder_->enabled()) return std::nullopt;
+  return recorder_->snapshot(Clock::now());
 }
 
 void Executor::finish(const std::shared_ptr<RequestState>& request, Status status, std::string message) {
@@ -95,10 +123,13 @@ bool Executor::step(std::unique_lock<std::mutex>& lock) {
 
 void Executor::run_work(std::unique_lock<std::mutex>& lock, Item item) {
   running_ = true;
+  if (recorder_) recorder_->started(item.request->record, Clock::now());
   lock.unlock();
   Outcome outcome = guarded(item.work);
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
   lock.lock();
+  record_end(*item.request, outcome.status, outcome.message);
+  if (outcome.failed()) dump_after_failure(lock, outcome.status);
   finish(item.request, outcome.status, std::move(outcome.message));
   running_ = false;
   changed_.notify_all();
@@ -106,11 +137,17 @@ void Executor::run_work(std::unique_lock<std::mutex>& lock, Item item) {
 
 void Executor::post_work(std::unique_lock<std::mutex>& lock, Item item) {
   running_ = true;
+  if (recorder_) recorder_->started(item.request->record, Clock::now());
   lock.unlock();
   Posted posted;
   Outcome outcome = guarded([&] { posted = item.post(); });
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
   lock.lock();
+  if (outcome.failed()) {
+    for (InFlight& f : in_flight_) record_end(*f.request, outcome.status, outcome.message);
+    record_end(*item.request, outcome.status, outcome.message);
+    dump_after_failure(lock, outcome.status);
+  }
   if (outcome.failed() && in_flight_.empty()) {
     finish(item.request, outcome.status, std::move(outcome.message));
   } else if (outcome.failed()) {
@@ -149,8 +186,15 @@ void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) 
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
   lock.lock();
   std::size_t retired = 0;
-  for (; retired < count && (outcome.failed() || done[retired]); ++retired) {
-    finish(in_flight_[retired].request, outcome.status, outcome.message);
+  while (retired < count && (outcome.failed() || done[retired])) ++retired;
+  for (std::size_t i = 0; i < retired; ++i) {
+    record_end(*in_flight_[i].request, outcome.status, outcome.message);
+  }
+  if (outcome.failed()) dump_after_failure(lock, outcome.status);
+  for (std::size_t i = 0; i < retired; ++i) {
+    const InFlight& f = in_flight_[i];
+    if (!outcome.failed() && f.posted.source) f.request->source = *f.posted.source;
+    finish(f.request, outcome.status, outcome.message);
   }
   in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(retired));
   running_ = false;

@@ -13,6 +13,7 @@
 // completed, and requests are reported complete in issue order.
 #pragma once
 
+#include "comm/flight_recorder.hpp"
 #include "transport/transport.hpp"
 
 #include <chorus/types.hpp>
@@ -38,12 +39,17 @@ struct RequestState {
   bool done = false;                 ///< guarded by the executor's mutex (or final once it expired)
   Status status = Status::Success;
   std::string message;
+  FlightRecorder::RecordId record = 0;  ///< this operation in the flight recorder (0: none)
+  int source = -1;  ///< a successful receive: the sender's rank (Posted::source)
 };
 
 /// What posting a point-to-point operation leaves to wait for.
 struct Posted {
   std::vector<transport::RequestId> ids;
   Deadline deadline;
+  /// A receive: where its sender's rank is (known at posting, or written by the transport
+  /// once the message arrived); copied to RequestState::source on success. Null otherwise.
+  std::shared_ptr<const int> source;
 };
 
 class Executor : public std::enable_shared_from_this<Executor> {
@@ -54,17 +60,29 @@ class Executor : public std::enable_shared_from_this<Executor> {
   using FailureHook = std::function<void(Status, const std::string&)>;
 
   /// `transport` progresses posted operations; it may be null when nothing is ever posted.
-  static std::shared_ptr<Executor> create(FailureHook on_failure, transport::Transport* transport);
+  /// `recorder` (optional) records every described operation; a failure (timeout,
+  /// mismatch, remote error) then dumps every communicator's record before the
+  /// failed request completes (flight_recorder_dump.hpp).
+  static std::shared_ptr<Executor> create(FailureHook on_failure, transport::Transport* transport,
+                                          std::unique_ptr<FlightRecorder> recorder = nullptr);
   ~Executor();
 
-  std::shared_ptr<RequestState> submit(Work work);
-  std::shared_ptr<RequestState> submit_posted(Post post);
+  /// `op` describes the operation for the flight recorder (not recorded without it).
+  std::shared_ptr<RequestState> submit(Work work, const std::optional<OpDescription>& op = {});
+  std::shared_ptr<RequestState> submit_posted(Post post,
+                                              const std::optional<OpDescription>& op = {});
   /// Waits until `request` is done or `timeout` passed. Without a timeout the
   /// caller runs queued operations itself while nobody else does. True when done.
   bool wait(RequestState& request, std::optional<std::chrono::milliseconds> timeout);
   bool test(RequestState& request);
   /// Runs or waits for every queued operation, then stops the worker. Idempotent.
   void drain_and_stop();
+  /// A copy of the flight record, taken under the queue's mutex; nullopt without a recorder.
+  std::optional<TraceSnapshot> trace_snapshot();
+  /// The algorithm the running collective chose (for its record). No lock; any thread.
+  void note_algorithm(const std::string_view* name) noexcept {
+    if (recorder_) recorder_->note_algorithm(name);
+  }
 
  private:
   struct Item {
@@ -76,9 +94,10 @@ class Executor : public std::enable_shared_from_this<Executor> {
     Posted posted;
     std::shared_ptr<RequestState> request;
   };
-  Executor(FailureHook on_failure, transport::Transport* transport)
-      : on_failure_(std::move(on_failure)), transport_(transport) {}
-  std::shared_ptr<RequestState> enqueue(Item item);
+  Executor(FailureHook on_failure, transport::Transport* transport,
+           std::unique_ptr<FlightRecorder> recorder)
+      : on_failure_(std::move(on_failure)), transport_(transport), recorder_(std::move(recorder)) {}
+  std::shared_ptr<RequestState> enqueue(Item item, const std::optional<OpDescription>& op);
   /// Takes one step if none is running: posts the head, runs it, or progresses
   /// what is in flight. Call with `lock` held; returns with it held. True when it did something.
   bool step(std::unique_lock<std::mutex>& lock);
@@ -87,12 +106,19 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// Waits for in-flight operations: all of them (before a collective) or until
   /// some progress is possible (a slice, woken early by new work).
   void progress_in_flight(std::unique_lock<std::mutex>& lock, bool all);
+  /// Records the outcome in the flight recorder; finish() then completes the request.
+  void record_end(const RequestState& request, Status status, const std::string& message);
   void finish(const std::shared_ptr<RequestState>& request, Status status, std::string message);
+  /// After the first timeout, mismatch or remote error: dumps every record, with `lock`
+  /// released (the failed requests are recorded, not yet complete). Returns with it held.
+  void dump_after_failure(std::unique_lock<std::mutex>& lock, Status status);
   bool idle() const { return !running_ && queue_.empty() && in_flight_.empty(); }
   void worker_loop();
 
   FailureHook on_failure_;
   transport::Transport* transport_;
+  std::unique_ptr<FlightRecorder> recorder_;  ///< guarded by mutex_ (but note_algorithm)
+  bool failure_dumped_ = false;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Item> queue_;

@@ -36,6 +36,14 @@ bool Request::wait_for(std::chrono::milliseconds timeout) {
   return true;
 }
 
+int Request::source() const {
+  if (!state_) return -1;
+  if (auto executor = executor_of(*state_)) {
+    if (!executor->test(*state_)) return -1;  // also orders the read after completion
+  }
+  return state_->status == Status::Success ? state_->source : -1;
+}
+
 bool Request::test() {
   require_valid(state_);
   if (auto executor = executor_of(*state_)) {

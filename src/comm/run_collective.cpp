@@ -3,24 +3,38 @@
 #include "core/log.hpp"
 #include "core/reduce.hpp"
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace chorus::detail {
 namespace {
 
-void run_selected(CommState& comm, const algorithms::CollectiveArgs& args) {
-  const algorithms::Algorithm& algorithm =
-      algorithms::select_algorithm(args, comm.size, comm.algorithm_overrides);
+/// Logs (collective, size bucket = bit_width(bytes), algorithm) at INFO the first time it occurs.
+void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
+                     const algorithms::Selection& choice) {
+  if (!log_enabled(LogLevel::Info)) return;
+  const std::size_t bytes = algorithms::selection_bytes(args);
+  const int bucket = static_cast<int>(std::bit_width(bytes));
+  auto key = std::tuple(static_cast<int>(args.collective), bucket, choice.algorithm->name);
+  if (!comm.logged_choices.insert(key).second) return;
+  std::string chunk = choice.chunk_bytes ? ", chunk " + std::to_string(choice.chunk_bytes) : "";
+  log(LogLevel::Info, std::string(to_string(args.collective)) + " of " + std::to_string(bytes) +
+                          " bytes (bucket < " + std::to_string(std::uint64_t{1} << bucket) +
+                          ") uses algorithm " + std::string(choice.algorithm->name) + chunk);
+}
+
+void run_selected(CommState& comm, algorithms::CollectiveArgs args) {
+  const algorithms::Selection choice =
+      algorithms::select(args, comm.selection, comm.algorithm_overrides);
+  args.chunk_bytes = choice.chunk_bytes;
   {
     std::lock_guard lock(comm.error_mutex);
-    if (comm.last_algorithm != algorithm.name && log_enabled(LogLevel::Info)) {
-      log(LogLevel::Info, std::string(to_string(args.collective)) + " uses algorithm " +
-                              std::string(algorithm.name));  // once per change of algorithm
-    }
-    comm.last_algorithm = algorithm.name;
+    log_choice_once(comm, args, choice);
+    comm.last_algorithm = choice.algorithm->name;
   }
-  algorithm.run(*comm.transport, args);
+  choice.algorithm->run(*comm.transport, args);
 }
 
 /// Whether this rank receives a reduced result (reduce: only the root).
@@ -52,6 +66,7 @@ void run_widened(CommState& comm, algorithms::CollectiveArgs args, DataType wide
 
 void run_collective(CommState& comm, algorithms::CollectiveArgs args) {
   args.deadline = deadline_after(comm.config.timeout);
+  args.host_arena = comm.transport->host_arena() != nullptr;
   if (!has_reduce_op(args.collective)) return run_selected(comm, args);
   const bool average = args.op == ReduceOp::Avg;
   const DataType wide = accumulation_type(args.dtype, args.op);

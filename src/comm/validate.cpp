@@ -126,4 +126,25 @@ void validate_point_to_point(Collective kind, const void* buf, std::size_t count
   require_buffer(kind, buf, "buf", checked_bytes(kind, count, dtype, 1));
 }
 
+void validate_tag(Collective kind, int tag) {
+  if (tag < 0) {
+    throw Error(Status::InvalidArgument,
+                name_of(kind) + ": tag " + std::to_string(tag) + " is negative (tags are >= 0)");
+  }
+}
+
+void validate_recv_any(const void* buf, std::size_t count, DataType dtype, int tag, int size) {
+  const Collective kind = Collective::Recv;
+  if (!is_valid(dtype)) {
+    throw Error(Status::InvalidArgument,
+                "recv from any source: unknown dtype value " + std::to_string(static_cast<int>(dtype)));
+  }
+  validate_tag(kind, tag);
+  require_buffer(kind, buf, "buf", checked_bytes(kind, count, dtype, 1));
+  if (size < 2) {
+    throw Error(Status::InvalidUsage,
+                "recv from any source on a communicator of 1 rank: no other rank can send");
+  }
+}
+
 }  // namespace chorus::detail

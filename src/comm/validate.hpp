@@ -15,4 +15,11 @@ void validate_collective(const algorithms::CollectiveArgs& args, int rank, int s
 void validate_point_to_point(Collective kind, const void* buf, std::size_t count, DataType dtype,
                              int peer, int rank, int size);
 
+/// Point-to-point tags are >= 0 (InvalidArgument otherwise).
+void validate_tag(Collective kind, int tag);
+
+/// An any-source receive: the checks of a receive and its tag, and InvalidUsage on a
+/// communicator of one rank (nobody could ever send to it).
+void validate_recv_any(const void* buf, std::size_t count, DataType dtype, int tag, int size);
+
 }  // namespace chorus::detail

@@ -45,6 +45,7 @@ Config read_config() {
   if (!level.empty()) config.log_level = parse_level(level);
   config.auth_token = env_or("CHORUS_AUTH_TOKEN", "");
   config.socket_ifname = env_or("CHORUS_SOCKET_IFNAME", "");
+  config.tuning_file = env_or("CHORUS_TUNING_FILE", "");
   return config;
 }
 

@@ -15,6 +15,7 @@ struct Config {
   LogLevel log_level = LogLevel::Warn;  ///< CHORUS_DEBUG: ERROR | WARN | INFO | TRACE
   std::string auth_token;          ///< CHORUS_AUTH_TOKEN
   std::string socket_ifname;       ///< CHORUS_SOCKET_IFNAME: address to advertise for data connections
+  std::string tuning_file;         ///< CHORUS_TUNING_FILE: cost-model parameters (chorus-perf --tune)
 };
 
 /// Reads the CHORUS_* variables now. Malformed values throw Error(InvalidArgument).

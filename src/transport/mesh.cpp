@@ -6,6 +6,7 @@
 #include "transport/mesh_internal.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/rank_info.hpp"
+#include "transport/shm/host_arena.hpp"
 #include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/tcp_link.hpp"
 #include "transport/tcp/tcp_rendezvous.hpp"
@@ -129,9 +130,13 @@ std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
   if (options.kind == Kind::Shm) require_one_host(topology);
 
   shm::ShmMesh shm;
+  std::unique_ptr<shm::HostArena> arena;
   std::vector<int> host_ranks = shm_ranks(options.kind, topology, rank);
   if (!host_ranks.empty()) {
     shm = shm::connect_shm_mesh(store, rank, host_ranks, infos, options.deadline);
+  }
+  if (static_cast<int>(host_ranks.size()) == size) {  // one host: the shm_direct collectives
+    arena = shm::HostArena::connect(store, rank, size, infos[0].token, options.deadline);
   }
   shm.links.resize(size);
   tcp::TcpMeshPlan plan = tcp_plan(rank, infos, shm.links, topology, options);
@@ -141,7 +146,7 @@ std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
     if (sockets[p].valid()) links[p] = std::make_unique<tcp::TcpLink>(p, std::move(sockets[p]));
   }
   return std::make_unique<ProgressEngine>(rank, size, std::move(topology), std::move(links),
-                                          shm.doorbell);
+                                          shm.doorbell, std::move(arena));
 }
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size,

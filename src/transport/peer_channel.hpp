@@ -2,11 +2,17 @@
 // (written in order, one frame each), the posted receives and the messages
 // that arrived before their receive (buffered on the heap).
 //
-// Matching is FIFO per peer: a receive takes the next message from the peer,
-// an already buffered one first. A message is streamed straight into the
-// receive buffer when that receive is already posted; otherwise into a heap
-// buffer, copied out when the receive is posted. Sizes and fingerprints are
-// checked from the header before anything is allocated or copied.
+// Matching (see transport.hpp): messages live in two spaces. A collective message (any
+// fingerprint but Send) goes to the first posted collective receive, so collectives stay
+// strictly FIFO per peer. A point-to-point message (a Send fingerprint) goes to the earliest
+// posted point-to-point receive whose tag (Fingerprint::root) equals its own: a receive naming
+// this peer, or an any-source receive (AnySourceRecvs, shared by every channel of the
+// transport), whichever was posted first (lower RequestId). A message is matched when its
+// header arrives; it is then streamed straight into that receive's buffer. Otherwise it is
+// buffered (stamped with its arrival), and handed over, oldest first, once a matching receive
+// is posted. Invariant after every call: no complete buffered message matches a posted
+// receive. Sizes and fingerprints are checked from the header before anything is allocated
+// or copied.
 #pragma once
 
 #include "transport/frame.hpp"
@@ -15,11 +21,13 @@
 
 #include <chorus/error.hpp>
 
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -28,12 +36,35 @@ namespace chorus::transport {
 /// Requests not yet complete, mapped to their peer. Channels erase what completes.
 using PendingMap = std::unordered_map<RequestId, int>;
 
+/// A posted receive. `source` is null for a receive naming its peer; for an any-source
+/// receive it receives the sender's rank when the message is complete.
+struct PostedRecv {
+  RequestId id;
+  std::byte* data;
+  std::size_t bytes;
+  Fingerprint fingerprint;
+  int* source = nullptr;
+};
+
+/// The any-source receives of one transport, shared by its channels (one thread at a time).
+struct AnySourceRecvs {
+  std::deque<PostedRecv> recvs;           ///< not yet matched, posting order
+  std::unordered_set<RequestId> pending;  ///< not yet complete (matched or not)
+  std::uint64_t arrivals = 0;             ///< clock stamping buffered messages
+};
+
 class PeerChannel {
  public:
-  PeerChannel(int self, int peer, std::unique_ptr<Link> link);
+  /// `any` (may be null: no any-source receives) must outlive the channel.
+  PeerChannel(int self, int peer, std::unique_ptr<Link> link, AnySourceRecvs* any = nullptr);
 
   void post_send(RequestId id, const void* data, std::size_t bytes, const Fingerprint& fingerprint);
   void post_recv(RequestId id, void* data, std::size_t bytes, const Fingerprint& fingerprint);
+  /// Hands complete buffered messages to posted receives (named or any-source), oldest first.
+  void match_buffered(PendingMap& pending);
+  /// Arrival stamp of the oldest complete buffered point-to-point message with the tag of
+  /// `fingerprint`, if any: an any-source receive takes the earliest over all channels.
+  std::optional<std::uint64_t> buffered_stamp(const Fingerprint& fingerprint) const;
   /// Queues a PROBE frame (no request; written after the sends already queued).
   void post_probe(const Fingerprint& fingerprint);
 
@@ -46,7 +77,7 @@ class PeerChannel {
 
   /// The loss of this peer, once read_some/write_some reported it.
   const std::optional<Error>& failure() const { return failure_; }
-  bool has_pending() const { return !sends_.empty() || !recvs_.empty(); }
+  bool has_pending() const { return !sends_.empty() || !recvs_.empty() || incoming_.recv; }
   bool wants_write() const { return !sends_.empty(); }
   bool sent_abort() const { return peer_aborted_; }
   Link& link() { return *link_; }
@@ -75,16 +106,17 @@ class PeerChannel {
     std::vector<std::byte> inline_frame;  ///< header + payload of small messages, one write
     std::size_t done = 0;                 ///< bytes of the frame written so far
   };
-  struct RecvOp {
-    RequestId id;
-    std::byte* data;
-    std::size_t bytes;
-    Fingerprint fingerprint;
-  };
   struct Buffered {
     FrameHeader header;
     std::unique_ptr<std::byte[]> payload;
     bool complete = false;
+    std::uint64_t stamp = 0;   ///< arrival order across channels
+    std::size_t capacity = 0;  ///< bytes `payload` holds (grows as the message arrives)
+  };
+  /// Where the receive chosen for a message is queued.
+  struct Choice {
+    std::deque<PostedRecv>* queue = nullptr;
+    std::size_t index = 0;
   };
   enum class Target { None, Posted, Buffered, Abort, Probe };
   struct Incoming {
@@ -93,15 +125,24 @@ class PeerChannel {
     Target target = Target::None;
     std::byte* destination = nullptr;
     std::size_t payload_done = 0;
+    std::optional<PostedRecv> recv;  ///< the receive the payload streams into (Target::Posted)
   };
 
   bool advance(SendOp& op, bool* moved);
   bool read_step(PendingMap& pending, bool* moved);
   void route();
   void route_probe(const FrameHeader& header);
+  std::size_t grow_buffered();
   void finish_frame(PendingMap& pending);
-  void match_buffered(PendingMap& pending);
-  void check_match(const RecvOp& op, const FrameHeader& header) const;
+  /// match_buffered() for the message that just completed (the newest buffered one).
+  void match_newest(PendingMap& pending);
+  /// Gives a complete buffered message to its receive, if one is posted; true when it did.
+  bool hand_over(std::deque<Buffered>::iterator message, PendingMap& pending);
+  /// The posted receive a message with `header` goes to (queue null: none yet).
+  Choice choose(const FrameHeader& header);
+  PostedRecv take(Choice choice);
+  void complete(const PostedRecv& op, PendingMap& pending);
+  void check_match(const PostedRecv& op, const FrameHeader& header) const;
   [[noreturn]] void garbage(const std::string& detail) const;
   std::size_t read(void* data, std::size_t bytes);
   std::size_t write(const void* data, std::size_t bytes);
@@ -110,9 +151,11 @@ class PeerChannel {
   int peer_;
   std::unique_ptr<Link> link_;
   std::deque<SendOp> sends_;
-  std::deque<RecvOp> recvs_;
-  bool front_recv_streaming_ = false;  ///< recvs_.front() is the destination of incoming_
+  AnySourceRecvs* any_;
+  std::deque<PostedRecv> recvs_;  ///< receives naming this peer, not yet matched, posting order
   std::deque<Buffered> unexpected_;
+  std::uint64_t arrivals_ = 0;  ///< stamps buffered messages when there is no shared clock
+  bool recv_posted_ = false;    ///< a receive was posted since match_buffered() last ran
   Incoming incoming_;
   std::vector<std::byte> abort_payload_;
   std::optional<Error> failure_;

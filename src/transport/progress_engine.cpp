@@ -42,13 +42,17 @@ std::string format_seconds(Clock::duration d) {
 }  // namespace
 
 ProgressEngine::ProgressEngine(int rank, int size, Topology topology,
-                               std::vector<std::unique_ptr<Link>> links, Doorbell doorbell)
+                               std::vector<std::unique_ptr<Link>> links, Doorbell doorbell,
+                               std::unique_ptr<shm::HostArena> arena)
     : rank_(rank), size_(size), topology_(std::move(topology)), doorbell_(doorbell) {
+  arena_ = std::move(arena);
+  if (arena_) arena_->set_watcher(this);
   peers_.resize(size);
+  sightings_.resize(size);
   for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {
     if (!links[p]) continue;
     if (links[p]->poll_fd() >= 0) poll_peers_.push_back(p);
-    peers_[p] = std::make_unique<PeerChannel>(rank, p, std::move(links[p]));
+    peers_[p] = std::make_unique<PeerChannel>(rank, p, std::move(links[p]), &any_);
   }
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
@@ -95,6 +99,7 @@ RequestId ProgressEngine::post_recv(int peer, void* data, std::size_t bytes,
   pending_.emplace(id, peer);
   note_activity(Clock::now());
   peers_[peer]->post_recv(id, data, bytes, fingerprint);
+  sightings_.posted_recv(peer, id, fingerprint, pending_);
   return id;
 }
 
@@ -210,7 +215,8 @@ bool ProgressEngine::progress_all() {
 }
 
 bool ProgressEngine::all_done(std::span<const RequestId> ids) const {
-  return std::none_of(ids.begin(), ids.end(), [&](RequestId id) { return pending_.count(id); });
+  return std::none_of(ids.begin(), ids.end(),
+                      [&](RequestId id) { return pending_.count(id) || any_.pending.count(id); });
 }
 
 void ProgressEngine::check_peers_alive() {
@@ -228,6 +234,7 @@ void ProgressEngine::note_activity(Clock::time_point now) {
 /// A request on a peer that is gone can never complete: progress_all() has
 /// already taken everything the peer sent before it went.
 void ProgressEngine::throw_if_peer_lost(std::span<const RequestId> ids) const {
+  throw_if_any_source_lost(ids);
   for (RequestId id : ids) {
     auto it = pending_.find(id);
     if (it == pending_.end()) continue;
@@ -238,23 +245,41 @@ void ProgressEngine::throw_if_peer_lost(std::span<const RequestId> ids) const {
 
 void ProgressEngine::throw_timeout(std::span<const RequestId> ids, Clock::duration waited) const {
   std::set<int> ranks;
+  bool any_rank = false;  // an any-source receive waits for every peer
   std::string first;
   std::size_t more = 0;
   for (RequestId id : ids) {
-    auto it = pending_.find(id);
-    if (it == pending_.end()) continue;
-    ranks.insert(it->second);
+    std::string text;
+    if (auto it = pending_.find(id); it != pending_.end()) {
+      ranks.insert(it->second);
+      text = peers_[it->second]->describe_request(id);
+    } else if (any_.pending.count(id)) {
+      any_rank = true;
+      text = describe_any_source(id);
+    } else {
+      continue;
+    }
     if (first.empty()) {
-      first = peers_[it->second]->describe_request(id);
+      first = std::move(text);
     } else {
       ++more;
     }
   }
   std::string list;
   for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
-  throw Error(Status::Timeout,
-              "timed out after " + format_seconds(waited) + "s waiting for rank(s) " + list + " (" +
-                  first + (more > 0 ? ", and " + std::to_string(more) + " more" : "") + ")");
+  if (any_rank) list += list.empty() ? "any" : ", any";
+  const std::string waiting = "waiting for rank(s) " + list + " (" + first +
+                              (more > 0 ? ", and " + std::to_string(more) + " more" : "") + ")";
+  const std::vector<Fingerprint> calls = pending_calls(ids);
+  if (calls.empty()) {
+    throw Error(Status::Timeout, "timed out after " + format_seconds(waited) + "s " + waiting);
+  }
+  // "allreduce #12 (...) timed out after 5.0s: rank 2 never reached it (...); waiting for ..."
+  const Fingerprint& call = *std::min_element(
+      calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+  throw Error(Status::Timeout, describe(call) + " timed out after " + format_seconds(waited) +
+                                   "s: " + arrival_clause(rank_, call, last_seen()) + "; " +
+                                   waiting);
 }
 
 /// Sleeps until something may have happened for this rank, or `until`.
@@ -319,6 +344,46 @@ void ProgressEngine::throw_if_broken() const {
   if (!broken_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(failure_mutex_);
   throw *failure_;
+}
+
+void ProgressEngine::arena_check(const Fingerprint& call, bool send_probe) {
+  std::lock_guard lock(progress_mutex_);
+  throw_if_broken();
+  arena_call_ = call;
+  try {
+    const auto now = Clock::now();
+    if (now >= next_liveness_) {
+      check_peers_alive();
+      next_liveness_ = now + kLivenessPeriod;
+    }
+    progress_all();
+    throw_if_broken();
+    // An arena call involves every rank: any lost peer ends it.
+    for (int p = 0; p < size_; ++p) {
+      PeerChannel* peer = peers_[p].get();
+      if (!peer) continue;
+      if (peer->failure()) throw *peer->failure();
+      peer->take_probe_news();
+      if (peer->probe()) {
+        sightings_.saw(p, *peer->probe());
+        if (auto sentence = probe_conflict(rank_, call, p, *peer->probe())) {
+          throw Error(Status::Mismatch, *sentence);
+        }
+        if (peer->probe()->seq <= call.seq) peer->drop_probe();
+      }
+      if (send_probe) {
+        peer->post_probe(call);
+        peer->progress_send(pending_);
+      }
+    }
+  } catch (const Error& error) {
+    fail(error);
+  }
+}
+
+void ProgressEngine::arena_fail(const Error& error) {
+  std::lock_guard lock(progress_mutex_);
+  fail(error.status() == Status::Timeout && arena_call_ ? arena_timeout(error) : error);
 }
 
 void ProgressEngine::send_abort_frames() noexcept {

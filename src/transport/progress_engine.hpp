@@ -21,6 +21,7 @@
 #include "transport/doorbell.hpp"
 #include "transport/link.hpp"
 #include "transport/peer_channel.hpp"
+#include "transport/shm/host_arena.hpp"
 #include "transport/stall_probe.hpp"
 #include "transport/transport.hpp"
 
@@ -32,13 +33,13 @@
 
 namespace chorus::transport {
 
-class ProgressEngine final : public Transport {
+class ProgressEngine final : public Transport, private shm::ArenaWatcher {
  public:
   /// `links[p]` is the link to rank p (null for rank itself). `doorbell` is this
   /// rank's shared-memory doorbell, invalid when no link is shared memory; it
   /// must stay mapped as long as the links live (the shm links keep it mapped).
   ProgressEngine(int rank, int size, Topology topology, std::vector<std::unique_ptr<Link>> links,
-                 Doorbell doorbell);
+                 Doorbell doorbell, std::unique_ptr<shm::HostArena> arena = nullptr);
   ~ProgressEngine() override;
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
@@ -51,13 +52,21 @@ class ProgressEngine final : public Transport {
                       const Fingerprint& fingerprint) override;
   RequestId post_recv(int peer, void* data, std::size_t bytes,
                       const Fingerprint& fingerprint) override;
+  /// Defined in any_source.cpp.
+  RequestId post_recv_any(void* data, std::size_t bytes, const Fingerprint& fingerprint,
+                          int* source) override;
   void wait(std::span<const RequestId> ids, Deadline deadline) override;
   bool test(std::span<const RequestId> ids) override;
   bool wait_until(std::span<const RequestId> ids, Deadline until) override;
   void interrupt() noexcept override;
   void abort(Status status, const std::string& reason) override;
+  shm::HostArena* host_arena() override { return arena_.get(); }
 
  private:
+  // shm::ArenaWatcher: liveness, aborts and probes while an arena collective waits.
+  void arena_check(const Fingerprint& call, bool send_probe) override;
+  [[noreturn]] void arena_fail(const Error& error) override;
+
   void check_post(int peer, const void* data, std::size_t bytes) const;
   void check_ids(std::span<const RequestId> ids) const;
   /// Breaks the transport with `error` (unless already broken), tells the peers, throws.
@@ -75,12 +84,20 @@ class ProgressEngine final : public Transport {
   void note_activity(Clock::time_point now);
   /// Collective (not point-to-point) fingerprints of the listed pending requests.
   std::vector<Fingerprint> pending_calls(std::span<const RequestId> ids) const;
+  /// Where each peer was last seen (sightings and held probes), for the timeout sentence.
+  std::vector<std::optional<Fingerprint>> last_seen() const;
+  /// An arena wait's timeout, restated to name the ranks that never reached the call.
+  Error arena_timeout(const Error& error) const;
   /// Sends a PROBE to every peer when the stall clock says so.
   void maybe_probe(std::span<const RequestId> ids, Clock::time_point now);
   /// Throws Mismatch when a held probe conflicts with a listed pending collective; drops
   /// probes of calls this rank has reached. `only_news`: skip unless a probe just arrived.
   void check_probes(std::span<const RequestId> ids, bool only_news);
   void throw_if_peer_lost(std::span<const RequestId> ids) const;
+  /// Any-source receives among `ids` fail when any peer is lost (any_source.cpp).
+  void throw_if_any_source_lost(std::span<const RequestId> ids) const;
+  /// "any-source recv of 8 bytes for recv #0 (...)" for a pending any-source id, else "".
+  std::string describe_any_source(RequestId id) const;
   [[noreturn]] void throw_timeout(std::span<const RequestId> ids, Clock::duration waited) const;
   bool sleep(Deadline until, bool interruptible);
   void wake() noexcept;
@@ -98,9 +115,11 @@ class ProgressEngine final : public Transport {
   Doorbell doorbell_;
   int wake_fd_ = -1;  ///< eventfd written by abort() and interrupt()
   PendingMap pending_;
+  AnySourceRecvs any_;  ///< any-source receives (not in pending_), shared with the channels
   RequestId next_id_ = 1;
   std::size_t pending_seen_ = 0;  ///< pending_.size() when the stall clock last looked
   StallClock stall_;
+  PeerSightings sightings_;
   Clock::time_point next_liveness_{};
   std::atomic<bool> interrupted_{false};  ///< set by interrupt(), taken by wait_until()
   bool abort_sent_ = false;
@@ -109,6 +128,8 @@ class ProgressEngine final : public Transport {
   mutable std::mutex failure_mutex_;
   std::atomic<bool> broken_{false};
   std::optional<Error> failure_;  ///< guarded by failure_mutex_
+  std::unique_ptr<shm::HostArena> arena_;  ///< null unless every rank shares this host
+  std::optional<Fingerprint> arena_call_;   ///< the call of the latest arena_check
 };
 
 }  // namespace chorus::transport

@@ -17,6 +17,64 @@ std::optional<std::string> probe_conflict(int self, const Fingerprint& mine, int
          std::to_string(peer) + " is in " + describe(theirs);
 }
 
+void PeerSightings::saw(int peer, const Fingerprint& call) {
+  if (is_point_to_point(call.collective)) return;
+  std::optional<Fingerprint>& seen = seen_[peer];
+  if (!seen || seen->seq < call.seq) seen = call;
+}
+
+void PeerSightings::posted_recv(int peer, RequestId id, const Fingerprint& call,
+                                const PendingMap& pending) {
+  if (is_point_to_point(call.collective)) return;
+  Recv& latest = latest_recv_[peer];
+  if (latest.id != 0 && !pending.count(latest.id)) saw(peer, latest.call);  // it completed
+  latest = Recv{id, call};
+}
+
+std::optional<Fingerprint> PeerSightings::last(int peer, const PendingMap& pending) const {
+  std::optional<Fingerprint> seen = seen_[peer];
+  const Recv& latest = latest_recv_[peer];
+  if (latest.id != 0 && !pending.count(latest.id) && (!seen || seen->seq < latest.call.seq)) {
+    seen = latest.call;
+  }
+  return seen;
+}
+
+std::string arrival_clause(int self, const Fingerprint& call,
+                           const std::vector<std::optional<Fingerprint>>& last_seen) {
+  std::vector<int> missing;
+  for (int p = 0; p < static_cast<int>(last_seen.size()); ++p) {
+    if (p != self && (!last_seen[p] || last_seen[p]->seq < call.seq)) missing.push_back(p);
+  }
+  if (missing.empty()) return "every rank reached it";
+  std::string ranks, where;
+  for (int p : missing) {
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(p);
+    where += (where.empty() ? "rank " : "; rank ") + std::to_string(p) +
+             (last_seen[p] ? " last seen in " + describe(*last_seen[p]) : " never heard from");
+  }
+  return (missing.size() == 1 ? "rank " : "ranks ") + ranks + " never reached it (" + where + ")";
+}
+
+std::vector<std::optional<Fingerprint>> ProgressEngine::last_seen() const {
+  std::vector<std::optional<Fingerprint>> seen(size_);
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_ || !peers_[p]) continue;
+    seen[p] = sightings_.last(p, pending_);
+    const std::optional<Fingerprint>& probe = peers_[p]->probe();
+    if (probe && !is_point_to_point(probe->collective) && (!seen[p] || seen[p]->seq < probe->seq)) {
+      seen[p] = probe;
+    }
+  }
+  return seen;
+}
+
+Error ProgressEngine::arena_timeout(const Error& error) const {
+  return Error(Status::Timeout, describe(*arena_call_) + " timed out: " +
+                                    arrival_clause(rank_, *arena_call_, last_seen()) + " (" +
+                                    error.what() + ")");
+}
+
 std::vector<Fingerprint> ProgressEngine::pending_calls(std::span<const RequestId> ids) const {
   std::vector<Fingerprint> calls;
   for (RequestId id : ids) {
@@ -57,6 +115,7 @@ void ProgressEngine::check_probes(std::span<const RequestId> ids, bool only_news
   for (int p = 0; p < size_; ++p) {
     PeerChannel* peer = peers_[p].get();
     if (!peer || !peer->probe()) continue;
+    sightings_.saw(p, *peer->probe());
     for (const Fingerprint& call : calls) {
       if (auto sentence = probe_conflict(rank_, call, p, *peer->probe())) {
         throw Error(Status::Mismatch, *sentence);

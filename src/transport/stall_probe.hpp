@@ -16,9 +16,11 @@
 
 #include "core/collective.hpp"
 #include "core/deadline.hpp"
+#include "transport/peer_channel.hpp"
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace chorus::transport {
 
@@ -58,5 +60,40 @@ class StallClock {
 /// either side point-to-point).
 std::optional<std::string> probe_conflict(int self, const Fingerprint& mine, int peer,
                                           const Fingerprint& theirs);
+
+/// Where each peer was last seen, for the timeout sentence: the newest collective a
+/// peer sent a probe for, or sent a message of that completed a receive here. Receives
+/// complete in order per peer, so remembering the newest receive posted per peer (and
+/// whether it is still pending) is enough; nothing is allocated per operation.
+/// Not thread-safe (the progress thread owns it).
+class PeerSightings {
+ public:
+  void resize(int size) {
+    seen_.assign(size, std::nullopt);
+    latest_recv_.assign(size, Recv{});
+  }
+  /// `peer` was seen in collective `call` (point-to-point calls are ignored).
+  void saw(int peer, const Fingerprint& call);
+  /// A receive from `peer` was posted (after it entered `pending`).
+  void posted_recv(int peer, RequestId id, const Fingerprint& call, const PendingMap& pending);
+  /// The newest collective `peer` was seen in, if any.
+  std::optional<Fingerprint> last(int peer, const PendingMap& pending) const;
+
+ private:
+  struct Recv {
+    RequestId id = 0;  ///< 0: none posted
+    Fingerprint call;
+  };
+  std::vector<std::optional<Fingerprint>> seen_;
+  std::vector<Recv> latest_recv_;
+};
+
+/// The part of a timeout sentence after "<call> timed out after Ns: ": which ranks
+/// never reached `call` — seen last in an earlier call, or never seen — e.g.
+/// "ranks 3, 5 never reached it (rank 3 last seen in broadcast #11 (count 4, float32,
+/// root 0); rank 5 never heard from)", or "every rank reached it". `last_seen[p]` is
+/// where rank p was last seen; `self` is skipped.
+std::string arrival_clause(int self, const Fingerprint& call,
+                           const std::vector<std::optional<Fingerprint>>& last_seen);
 
 }  // namespace chorus::transport

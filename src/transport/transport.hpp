@@ -6,6 +6,15 @@
 // sent it; a receive whose fingerprint or byte count disagrees fails with
 // Status::Mismatch and a sentence naming both calls.
 //
+// Matching: collective messages (every fingerprint but Send) go to the collective
+// receives posted for that peer strictly in order. Point-to-point messages (Send
+// fingerprints) form a separate space keyed by tag (Fingerprint::root): one goes to
+// the earliest posted point-to-point receive with its tag, either naming its sender
+// (post_recv) or any-source (post_recv_any); messages with other tags wait for their
+// own receive. A receive whose fingerprint has kAnySeq in `reserved` accepts any
+// sequence number. A point-to-point message and a collective
+// receive never match each other.
+//
 // Progress: wait() drives every connection, not only the requests it waits
 // for, and buffers messages that arrive before their receive is posted, so two
 // ranks that both send first never deadlock.
@@ -25,6 +34,7 @@
 #include "core/deadline.hpp"
 #include "core/topology.hpp"
 
+#include <chorus/error.hpp>
 #include <chorus/types.hpp>
 
 #include <cstddef>
@@ -34,7 +44,15 @@
 
 namespace chorus::transport {
 
+namespace shm {
+class HostArena;
+}
+
 using RequestId = std::uint64_t;
+
+/// Fingerprint::reserved flag of a point-to-point receive: match a message of any sequence
+/// number (the communicator cannot predict it once any-source receives take messages).
+inline constexpr std::uint8_t kAnySeq = 1;
 
 class Transport {
  public:
@@ -52,6 +70,16 @@ class Transport {
   /// hold exactly `bytes` bytes (a message of another size is a Mismatch).
   virtual RequestId post_recv(int peer, void* data, std::size_t bytes,
                               const Fingerprint& fingerprint) = 0;
+  /// Starts receiving the next point-to-point message (`fingerprint` is a Recv) with
+  /// the tag `fingerprint.root` from whichever peer: among messages already complete
+  /// here, the earliest to arrive; else the first to arrive. On completion `*source`
+  /// (valid until then) holds the sender's rank. Losing any peer while it is pending
+  /// fails it (RemoteError). Transports without this ability throw InvalidUsage.
+  virtual RequestId post_recv_any(void* data, std::size_t bytes, const Fingerprint& fingerprint,
+                                  int* source) {
+    (void)data, (void)bytes, (void)fingerprint, (void)source;
+    throw Error(Status::InvalidUsage, "this transport cannot receive from any source");
+  }
 
   /// Returns when every listed request has completed. Throws chorus::Error:
   /// Timeout (naming the peers still awaited), RemoteError (a peer died or
@@ -76,6 +104,10 @@ class Transport {
   /// peers best-effort so that their pending calls fail fast too. Thread-safe,
   /// idempotent (the first reason wins).
   virtual void abort(Status status, const std::string& reason) = 0;
+
+  /// The shared segment of a communicator whose ranks all share one host (shm allowed), in
+  /// which the shm_direct collectives work; nullptr otherwise. Owned by the transport.
+  virtual shm::HostArena* host_arena() { return nullptr; }
 };
 
 }  // namespace chorus::transport

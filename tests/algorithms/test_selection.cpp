@@ -1,5 +1,5 @@
 // The registry and algorithm selection: a pure function of (collective, bytes,
-// ranks), CHORUS_ALGO parsing, and the fallback when an algorithm declines.
+// ranks, machine), CHORUS_ALGO parsing, and the fallback when an algorithm declines.
 #include "algorithms/algorithm.hpp"
 #include "algorithms/selection.hpp"
 
@@ -54,19 +54,23 @@ TEST(AlgorithmRegistry, NamesAreUniquePerCollectiveAndEveryCollectiveHasOne) {
   EXPECT_EQ(find_algorithm(Collective::Gather, "no_such"), nullptr);
 }
 
-TEST(AlgorithmSelection, DefaultsFollowTheDocumentedTable) {
-  EXPECT_EQ(chosen(Collective::AllReduce, 16 * 1024 - 1, 8), "recursive_doubling");  // < 64 KiB
-  EXPECT_EQ(chosen(Collective::AllReduce, 16 * 1024, 8), "ring");                    // = 64 KiB
-  EXPECT_EQ(chosen(Collective::Broadcast, 1024, 8), "binomial");
-  EXPECT_EQ(chosen(Collective::Broadcast, 256 * 1024, 8), "ring");  // 1 MiB
-  EXPECT_EQ(chosen(Collective::Broadcast, 256 * 1024, 2), "binomial");
-  EXPECT_EQ(chosen(Collective::Reduce, 1 << 20, 5), "binomial");
-  EXPECT_EQ(chosen(Collective::AllGather, 100, 4), "recursive_doubling");
-  EXPECT_EQ(chosen(Collective::AllGather, 1 << 20, 4), "ring");
-  EXPECT_EQ(chosen(Collective::ReduceScatter, 100, 4), "ring");
-  EXPECT_EQ(chosen(Collective::Gather, 100, 4), "linear");
-  EXPECT_EQ(chosen(Collective::Scatter, 100, 4), "linear");
-  EXPECT_EQ(chosen(Collective::AllToAll, 100, 4), "pairwise");
+// The cost model's choices on one host with the default parameters
+// (test_cost_model.cpp checks the model itself).
+TEST(AlgorithmSelection, DefaultsFollowTheCostModel) {
+  EXPECT_EQ(chosen(Collective::AllReduce, 4, 8), "recursive_doubling");
+  EXPECT_EQ(chosen(Collective::AllReduce, 4 << 20, 8), "rabenseifner");
+  EXPECT_EQ(chosen(Collective::AllReduce, 4 << 20, 3), "ring");
+  EXPECT_EQ(chosen(Collective::Broadcast, 4, 8), "knomial");
+  EXPECT_EQ(chosen(Collective::Broadcast, 4 << 20, 8), "ring");
+  EXPECT_EQ(chosen(Collective::Reduce, 4, 8), "knomial");
+  EXPECT_EQ(chosen(Collective::AllGather, 4, 4), "recursive_doubling");
+  EXPECT_EQ(chosen(Collective::AllGather, 4, 7), "bruck");
+  EXPECT_EQ(chosen(Collective::AllGather, 1 << 20, 7), "ring");
+  EXPECT_EQ(chosen(Collective::ReduceScatter, 4, 8), "recursive_halving");
+  EXPECT_EQ(chosen(Collective::ReduceScatter, 1 << 20, 7), "ring");
+  EXPECT_EQ(chosen(Collective::Gather, 100, 8), "binomial");
+  EXPECT_EQ(chosen(Collective::AllToAll, 1, 8), "bruck");
+  EXPECT_EQ(chosen(Collective::AllToAll, 1 << 20, 8), "pairwise");
   EXPECT_EQ(chosen(Collective::AllToAllV, 0, 4), "pairwise");
   EXPECT_EQ(chosen(Collective::Barrier, 0, 4), "dissemination");
 }
@@ -96,8 +100,8 @@ TEST(AlgorithmOverride, BareNameAppliesToEveryCollectiveThatHasIt) {
   EXPECT_EQ(chosen(Collective::AllReduce, 10, 4, "ring"), "ring");
   EXPECT_EQ(chosen(Collective::Broadcast, 10, 4, "ring"), "ring");
   EXPECT_EQ(chosen(Collective::AllGather, 10, 4, "ring"), "ring");
-  EXPECT_EQ(chosen(Collective::Gather, 10, 4, "ring"), "linear");  // gather has no ring
-  EXPECT_EQ(chosen(Collective::Gather, 10, 4, "binomial"), "binomial");
+  EXPECT_EQ(chosen(Collective::Gather, 10, 4, "ring"), "binomial");  // gather has no ring
+  EXPECT_EQ(chosen(Collective::Gather, 10, 4, "linear"), "linear");
 }
 
 TEST(AlgorithmOverride, CollectiveEntriesBeatBareNamesAndLaterEntriesWin) {
@@ -143,7 +147,7 @@ TEST(AlgorithmOverride, RejectsMalformedSpecsWithASentence) {
 TEST(AlgorithmSelection, PointToPointHasNoAlgorithms) {
   EXPECT_THROW(select_algorithm(call(Collective::Send, 1), 2, ""), Error);
   try {
-    preferred_algorithm(Collective::Recv, 4, 2);
+    default_selection(call(Collective::Recv, 4), single_host_context(2));
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::InvalidUsage);

@@ -3,6 +3,7 @@
 
 #include <chorus/error.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -23,6 +24,7 @@ class MemoryEndpoint final : public transport::Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const Topology& topology() const override { return topology_; }
+  void set_topology(const Topology& topology) { topology_ = topology; }
   transport::RequestId post_send(int peer, const void* data, std::size_t bytes,
                                  const Fingerprint& fingerprint) override;
   transport::RequestId post_recv(int peer, void* data, std::size_t bytes,
@@ -242,6 +244,14 @@ MemoryFabric::MemoryFabric(int size) {
   for (int rank = 0; rank < size; ++rank) {
     endpoints_.push_back(std::make_unique<MemoryEndpoint>(*this, rank, size));
   }
+}
+
+MemoryFabric::MemoryFabric(const std::vector<int>& host_of_rank)
+    : MemoryFabric(static_cast<int>(host_of_rank.size())) {
+  Topology topology;
+  topology.host_of_rank = host_of_rank;
+  for (int host : host_of_rank) topology.num_hosts = std::max(topology.num_hosts, host + 1);
+  for (auto& endpoint : endpoints_) endpoint->set_topology(topology);
 }
 
 MemoryFabric::~MemoryFabric() = default;

@@ -29,6 +29,9 @@ class MemoryEndpoint;
 class MemoryFabric {
  public:
   explicit MemoryFabric(int size);
+  /// host_of_rank.size() ranks whose topology() puts rank r on host
+  /// host_of_rank[r] (hosts numbered 0, 1, ... by first appearance).
+  explicit MemoryFabric(const std::vector<int>& host_of_rank);
   ~MemoryFabric();
   MemoryFabric(const MemoryFabric&) = delete;
   MemoryFabric& operator=(const MemoryFabric&) = delete;

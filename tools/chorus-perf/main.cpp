@@ -14,6 +14,7 @@
 #include "options.hpp"
 #include "report.hpp"
 #include "runner.hpp"
+#include "tune.hpp"
 
 namespace chorus::perf {
 namespace {
@@ -51,6 +52,11 @@ int run(const Options& options) {
   Communicator comm = Communicator::init_from_env();
   Report report(options, comm.rank() == 0);
   try {
+    if (options.tune_file) {
+      run_tune(comm, *options.tune_file);
+      comm.barrier();
+      return 0;
+    }
     report.job_header(comm.size(), rank_lines(comm));
     run_benchmarks(comm, options, report);
   } catch (const Error& error) {
@@ -85,6 +91,7 @@ int main(int argc, char** argv) {
     if (is_first_rank_by_env()) std::fputs(usage_text().c_str(), stdout);
     return 0;
   }
+  if (options.tune_file) setenv("CHORUS_ALGO", "allreduce=recursive_doubling", 1);  // tune.hpp
   if (options.algorithm) setenv("CHORUS_ALGO", options.algorithm->c_str(), 1);
   try {
     return run(options);

@@ -143,6 +143,11 @@ Options parse_options(int argc, const char* const argv[]) {
       options.in_place = true;
       continue;
     }
+    if (word == "--tune") {
+      if (i + 1 >= argc || std::string_view(argv[i + 1]).empty()) bad("--tune needs a file name");
+      options.tune_file = argv[++i];
+      continue;
+    }
     if (word.size() < 2 || word[0] != '-') bad("unexpected argument '" + std::string(word) + "'");
     if (std::string_view("befinwcdorta").find(word[1]) == std::string_view::npos) {
       bad("unknown option '" + std::string(word) + "'");
@@ -199,6 +204,8 @@ Times Chorus collectives and prints the nccl-tests table (rank 0 prints).
             alltoall alltoallv sendrecv barrier, or all (default allreduce)
   -a ALGO   algorithm (sets CHORUS_ALGO, e.g. "ring" or "allreduce=ring")
   -z        also time the in-place form
+  --tune F  measure the cost model's alpha/beta/gamma here and write them to F
+            (merged with F if it exists; point CHORUS_TUNING_FILE at it)
   -h        this text
 
 SIZE is the buffer size nccl-tests reports: for allgather, gather and alltoall(v)

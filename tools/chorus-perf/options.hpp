@@ -24,6 +24,7 @@ struct Options {
   std::optional<std::string> algorithm;               ///< -a: exported as CHORUS_ALGO
   bool in_place = false;                              ///< -z: also time the in-place form
   bool help = false;                                  ///< -h
+  std::optional<std::string> tune_file;  ///< --tune FILE: measure the cost model, write FILE
 };
 
 /// Parses argv[1..argc). Throws Error(InvalidArgument) naming the bad option or value.

@@ -1,7 +1,8 @@
 // Pipelined chain broadcast from any root.
 //
 // The ranks form the chain root -> root+1 -> ... (patterns::chain_links) and
-// the buffer is cut into chunks (patterns::pipeline_chunk_elements). Each rank
+// the buffer is cut into chunks (args.chunk_bytes, which selection sets from
+// the cost model, else patterns::pipeline_chunk_elements). Each rank
 // receives chunk c from its predecessor and forwards it to its successor while
 // chunk c+1 is already on its way, so all links carry data at once: with k
 // chunks the last rank has everything after n - 1 + k - 1 chunk-steps, close
@@ -23,7 +24,10 @@ namespace chorus::algorithms {
 void broadcast_ring(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   const auto links = patterns::chain_links(transport.rank(), args.root, transport.size());
-  const std::size_t chunk = patterns::pipeline_chunk_elements(args.count, dtype_size(args.dtype));
+  const std::size_t element = dtype_size(args.dtype);
+  const std::size_t chunk = args.chunk_bytes >= element
+                                ? args.chunk_bytes / element
+                                : patterns::pipeline_chunk_elements(args.count, element);
   const std::size_t chunks = (args.count + chunk - 1) / chunk;
   auto chunk_at = [&](std::size_t c) { return element_at(args.recv, c * chunk, args.dtype); };
   auto chunk_bytes = [&](std::size_t c) {

@@ -22,6 +22,15 @@ constexpr Block block_of(std::size_t total, int parts, int index) {
   return {i * base + (i < extra ? i : extra), base + (i < extra ? 1 : 0)};
 }
 
+/// The index of the block (of block_of(total, parts, .)) holding element `element` < total.
+constexpr int block_owner(std::size_t total, int parts, std::size_t element) {
+  std::size_t p = static_cast<std::size_t>(parts);
+  std::size_t base = total / p;
+  std::size_t extra = total % p;
+  std::size_t big = extra * (base + 1);  // elements in the blocks that hold one extra
+  return static_cast<int>(element < big ? element / (base + 1) : extra + (element - big) / base);
+}
+
 inline constexpr std::size_t kMinChunkBytes = 1024;
 inline constexpr std::size_t kMaxChunkBytes = 512 * 1024;
 inline constexpr std::size_t kTargetChunks = 8;

@@ -35,7 +35,9 @@ std::size_t Ring::write(const void* source, std::size_t bytes) {
   if (head - cached_tail_ + bytes > capacity_) {
     cached_tail_ = Counter(control_->tail).load(std::memory_order_acquire);
   }
-  std::size_t n = std::min<std::uint64_t>(bytes, capacity_ - (head - cached_tail_));
+  // The counters live in shared memory: never trust them to keep 0 <= used <= capacity.
+  std::uint64_t used = std::min<std::uint64_t>(head - cached_tail_, capacity_);
+  std::size_t n = std::min<std::uint64_t>(bytes, capacity_ - used);
   if (n == 0) return 0;
   copy_in(data_, capacity_, head, static_cast<const std::byte*>(source), n);
   Counter(control_->head).store(head + n, std::memory_order_release);
@@ -47,7 +49,7 @@ std::size_t Ring::read(void* destination, std::size_t bytes) {
   if (cached_head_ - tail < bytes) {
     cached_head_ = Counter(control_->head).load(std::memory_order_acquire);
   }
-  std::size_t n = std::min<std::uint64_t>(bytes, cached_head_ - tail);
+  std::size_t n = std::min<std::uint64_t>({bytes, cached_head_ - tail, capacity_});
   if (n == 0) return 0;
   copy_out(data_, capacity_, tail, static_cast<std::byte*>(destination), n);
   Counter(control_->tail).store(tail + n, std::memory_order_release);

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Chorus DDP (chorus-train, C++) against PyTorch's own DDP on gloo (torch_ddp.py), same run.
+
+Both train the same MLP on Fashion-MNIST with the same ranks, per-rank batch, optimizer and
+one torch thread per rank (OMP_NUM_THREADS=1). Each configuration also runs without gradient
+synchronisation (chorus-train --no-sync; the plain model in Python), so the exposed cost of
+communication is measured at the same rank count (two ranks on two cores slow each other
+down even without communication). Every configuration runs --repeats times, interleaved;
+a run reports the median step time after its warm-up, the table the median over runs.
+
+    bench/ddp/compare.py --build build --ranks 2 --steps 60 --repeats 3
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import spawn  # noqa: E402
+
+SUMMARY = re.compile(r"summary steps=\d+ samples_per_s=([\d.]+) step_ms_median=([\d.]+)")
+
+
+def parse_summary(output):
+    match = SUMMARY.search(output)
+    if not match:
+        raise RuntimeError("no summary line in:\n" + output)
+    return float(match.group(2))
+
+
+def run_chorus(args, no_sync):
+    command = [args.chorusrun, "-n", str(args.ranks), "--timeout", "600", args.chorus_train,
+               "--model", "mlp", "--steps", str(args.steps), "--batch", str(args.batch),
+               "--hidden", str(args.hidden), "--layers", str(args.layers), "--no-eval",
+               "--log-every", str(args.steps), "--bucket-cap-mb", str(args.bucket_cap_mb)]
+    if no_sync:
+        command.append("--no-sync")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=900)
+    return parse_summary(out.stdout)
+
+
+def run_torch(args, no_sync):
+    command = ["/usr/bin/python3",  # Debian's torch lives in the system Python
+               os.path.join(HERE, "torch_ddp.py"), "--steps", str(args.steps), "--warmup", "5",
+               "--batch", str(args.batch), "--hidden", str(args.hidden), "--layers",
+               str(args.layers)]
+    if no_sync:
+        command.append("--no-sync")
+    return parse_summary(spawn.run_ranks(args.ranks, command, timeout=900))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=1024)
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--bucket-cap-mb", type=float, default=25)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    args.chorusrun = os.path.join(args.build, "tools", "chorusrun", "chorusrun")
+    args.chorus_train = os.path.join(args.build, "tools", "chorus-train", "chorus-train")
+    configs = {
+        "pytorch DDP (gloo)": lambda: run_torch(args, False),
+        "pytorch no sync": lambda: run_torch(args, True),
+        "chorus DDP": lambda: run_chorus(args, False),
+        "chorus no sync": lambda: run_chorus(args, True),
+    }
+    times = {name: [] for name in configs}
+    for _ in range(args.repeats):
+        for name, run in configs.items():
+            times[name].append(run())
+    params = 784 * args.hidden + args.hidden + (args.layers - 1) * (args.hidden + 1) * args.hidden \
+        + (args.hidden + 1) * 10
+    print(f"MLP 784-{args.hidden}x{args.layers}-10 ({params / 1e6:.2f}M parameters), "
+          f"{args.ranks} ranks x batch {args.batch}, 1 torch thread per rank, {args.steps} steps "
+          f"(5 warm-up), median of {args.repeats} runs")
+    print(f"{'':22s} {'step ms':>9s} {'samples/s':>10s}   runs (step ms)")
+    median = {}
+    for name, values in times.items():
+        median[name] = statistics.median(values)
+        samples = args.batch * args.ranks / median[name] * 1e3
+        runs = " ".join(f"{v:.2f}" for v in values)
+        print(f"{name:22s} {median[name]:9.2f} {samples:10.1f}   {runs}")
+    ratio = median["pytorch DDP (gloo)"] / median["chorus DDP"]
+    chorus_overhead = median["chorus DDP"] / median["chorus no sync"] - 1
+    torch_overhead = median["pytorch DDP (gloo)"] / median["pytorch no sync"] - 1
+    print(f"throughput chorus / pytorch: {ratio:.2f}x (goal >= 1.3x)")
+    print(f"chorus DDP step vs chorus no-sync: {100 * chorus_overhead:+.1f}% (goal <= +10%)")
+    print(f"pytorch DDP step vs pytorch no-sync: {100 * torch_overhead:+.1f}%")
+
+
+if __name__ == "__main__":
+    main()

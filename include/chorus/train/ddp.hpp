@@ -1,0 +1,149 @@
+// Chorus data-parallel training over libtorch (libchorus_train).
+//
+// DistributedDataParallel wraps a torch::nn::Module whose replica lives on every rank of a
+// communicator. At construction parameters (and buffers) are broadcast from rank 0; after each
+// backward the gradients are averaged over all ranks, weighted by each rank's sample count, so
+// every replica takes the same optimizer step. Gradients are reduced in flat buckets whose
+// non-blocking all-reduce starts from an autograd hook as soon as the bucket's last gradient is
+// accumulated, so communication overlaps the rest of backward. See docs/training.md.
+//
+// This header only forward-declares torch types: including it does not pull <torch/torch.h>.
+// Errors are chorus::Error (InvalidArgument for misuse, the communicator's errors otherwise).
+#pragma once
+
+#include <chorus/communicator.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+namespace torch::optim {
+class Optimizer;
+}  // namespace torch::optim
+
+namespace chorus::train {
+
+/// Wire format of gradients. Accumulation is always in fp32 (Chorus reduces half types in fp32).
+enum class GradCompression { None, Fp16, Bf16 };
+
+struct DdpOptions {
+  std::size_t bucket_cap_bytes = 25u
+                                 << 20;  ///< cap of every bucket but the first (PyTorch's default)
+  std::size_t first_bucket_bytes = 1u << 20;  ///< small first bucket, so communication starts early
+  /// When true, parameters that received no gradient in a step are reduced as zeros. When false,
+  /// a parameter without gradient at finish_gradient_sync() is an InvalidArgument error.
+  bool find_unused_parameters = false;
+  /// Buffers (e.g. batch-norm statistics) are broadcast from rank 0 at construction, and before
+  /// each backward (in prepare_for_backward) when this is true.
+  bool broadcast_buffers = true;
+  GradCompression compression = GradCompression::None;
+  /// > 0: local SGD. Gradients are not synchronised; after_optimizer_step() averages the
+  /// parameters over all ranks every N steps.
+  int average_parameters_every = 0;
+};
+
+class DistributedDataParallel {
+ public:
+  /// Collective over `comm`. Broadcasts parameters and buffers from rank 0, assigns buckets and
+  /// installs the gradient hooks. The module must not gain or lose parameters afterwards.
+  DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, chorus::Communicator comm,
+                          DdpOptions options = {});
+  ~DistributedDataParallel();
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  torch::nn::Module& module();
+  const chorus::Communicator& communicator() const;
+
+  /// Called before each backward with this rank's number of samples in the step (0 allowed).
+  /// The averaged gradient is sum_r(local_samples_r * grad_r) / sum_r(local_samples_r), so unequal
+  /// per-rank batches give the mean gradient of the global batch (the loss must be a per-rank
+  /// mean). Inside a no_sync() scope it only adds to the pending sample count.
+  void prepare_for_backward(std::int64_t local_samples);
+
+  /// Waits for every bucket and writes the averaged gradients into each param.grad(). Call after
+  /// backward and before optimizer.step(). Collective.
+  void finish_gradient_sync();
+
+  /// RAII scope: inside it, backward passes accumulate gradients locally without communication
+  /// (gradient accumulation). The first backward after the scope synchronises the sum of all
+  /// accumulated gradients, weighted by the sum of all prepare_for_backward() sample counts.
+  class NoSync {
+   public:
+    NoSync(NoSync&& other) noexcept;
+    NoSync& operator=(NoSync&&) = delete;
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    ~NoSync();
+
+   private:
+    friend class DistributedDataParallel;
+    explicit NoSync(DistributedDataParallel* owner);
+    DistributedDataParallel* owner_;
+  };
+  NoSync no_sync();
+
+  /// Scales every gradient so that their global L2 norm is at most max_norm (the gradients are
+  /// already equal on all ranks after finish_gradient_sync(); the norm is all-reduced so that
+  /// the result is identical everywhere regardless). Returns the norm before clipping. Collective.
+  double clip_grad_norm(double max_norm);
+
+  /// Collective: all-gathers a 64-bit hash of every parameter's bytes; true when all are equal.
+  bool verify_replicas();
+
+  /// Call after optimizer.step(): counts steps and, with local SGD, averages parameters every
+  /// average_parameters_every steps. Collective when it averages.
+  void after_optimizer_step();
+
+  struct Stats {
+    double seconds_communicating_exposed = 0;  ///< time finish_gradient_sync() spent waiting
+    double seconds_in_backward = 0;            ///< prepare_for_backward() to the last gradient hook
+    std::int64_t steps = 0;                    ///< after_optimizer_step() calls
+    std::int64_t bytes_reduced = 0;            ///< bytes this rank passed to gradient all-reduces
+  };
+  Stats stats() const;
+
+  /// Parameter indices (module().parameters() order) per bucket, in launch order.
+  std::vector<std::vector<std::size_t>> bucket_assignment() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Pure function: assigns parameters (given their byte sizes, in registration order) to buckets.
+/// Parameters are taken in reverse registration order (the order backward produces them); the
+/// first bucket closes as soon as it holds >= first_cap bytes, every later one as soon as it
+/// holds >= cap bytes (a bucket exceeds its cap by less than its last parameter). Every bucket is
+/// non-empty; the last one may be below the cap. Throws InvalidArgument for a zero cap.
+std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
+                                                     std::size_t first_cap, std::size_t cap);
+
+/// Training progress saved with a checkpoint; `extra` holds anything else (e.g. sampler state).
+struct TrainingState {
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  std::map<std::string, std::int64_t> extra;
+};
+
+/// Collective: rank 0 writes model parameters and buffers, optimizer state and `state` to
+/// path + ".tmp" and renames it to `path` (atomic); the call returns on every rank once the file
+/// is in place (a barrier follows the rename).
+void save_checkpoint(const std::string& path, torch::nn::Module& model,
+                     torch::optim::Optimizer& opt, const TrainingState& state,
+                     const chorus::Communicator& comm);
+
+/// Local: reads a checkpoint written by save_checkpoint into `model` and `opt` (which must have
+/// the same structure) and returns the saved TrainingState. Throws SystemError when the file is
+/// missing or malformed.
+TrainingState load_checkpoint(const std::string& path, torch::nn::Module& model,
+                              torch::optim::Optimizer& opt);
+
+}  // namespace chorus::train

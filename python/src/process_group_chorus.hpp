@@ -1,0 +1,89 @@
+// ProcessGroupChorus: a torch.distributed (c10d, torch 1.13) process group whose
+// operations run on one chorus::Communicator.
+//
+// Tensors must be CPU tensors; each operation takes exactly one tensor per list
+// (one device per process). Non-contiguous tensors are staged through contiguous
+// copies, complex tensors travel as pairs of reals (SUM and AVG only), and bool
+// travels as uint8 (SUM/MAX act as logical or, PRODUCT/MIN as logical and).
+// Anything unsupported throws a c10::Error naming the operation, dtype or op.
+#pragma once
+
+#include "chorus_work.hpp"
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <chorus/communicator.hpp>
+
+#include <memory>
+
+namespace chorus {
+class StoreServer;
+}
+
+namespace chorus_torch {
+
+class ProcessGroupChorus : public c10d::ProcessGroup {
+ public:
+  /// Joins the Chorus job whose store serves at `store_address` ("host:port",
+  /// authenticated with `secret`); `server` keeps rank 0's store alive (may be null).
+  ProcessGroupChorus(int rank, int size, const std::string& store_address, const std::string& secret,
+                     std::chrono::milliseconds timeout, std::shared_ptr<chorus::StoreServer> server);
+  ~ProcessGroupChorus() override;
+
+  const std::string getBackendName() const override { return "chorus"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  /// The algorithm Chorus ran for the last collective on this rank (diagnostics).
+  std::string last_algorithm() const { return comm_.last_algorithm(); }
+
+ private:
+  /// Wraps `request` in a work, queues it for completion and returns it.
+  c10::intrusive_ptr<c10d::Work> track(c10d::OpType type, chorus::Request request,
+                                       std::vector<at::Tensor> outputs,
+                                       std::vector<at::Tensor> keep_alive,
+                                       std::function<void()> finish = {});
+
+  std::shared_ptr<chorus::StoreServer> server_;
+  chorus::Communicator comm_;
+  std::unique_ptr<CompletionQueue> completions_;
+};
+
+}  // namespace chorus_torch

@@ -1,0 +1,46 @@
+// All-gather directly in the host arena, one flag per round: rank r copies a
+// chunk of its block into its round buffer and posts 2g; every rank copies each
+// other rank's chunk out as soon as that rank's flag says it is there. In place
+// (send = block r of recv) the own copy is skipped.
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+#include "transport/shm/host_arena.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus::algorithms {
+namespace {
+
+using transport::shm::HostArena;
+
+void allgather_round(HostArena& arena, const CollectiveArgs& args, std::size_t offset,
+                     std::size_t c) {
+  const int n = arena.size();
+  const int r = arena.rank();
+  const std::size_t bytes = bytes_of(c, args.dtype);
+  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::byte* source = element_at(args.send, offset, args.dtype);
+  std::memcpy(arena.buffer(r, g), source, bytes);
+  arena.post(2 * g);
+  copy_elements(element_at(args.recv, r * args.count + offset, args.dtype), source, c, args.dtype);
+  for (int step = 1; step < n; ++step) {
+    const int j = (r + step) % n;
+    arena.wait_for(j, 2 * g, args.deadline);
+    std::memcpy(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
+                bytes);
+  }
+}
+
+}  // namespace
+
+void allgather_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
+  if (finish_trivial_call(transport, args)) return;
+  HostArena& arena = begin_arena_call(transport, args);
+  const std::size_t chunk = arena.round_bytes() / dtype_size(args.dtype);
+  for (std::size_t offset = 0; offset < args.count; offset += chunk) {
+    allgather_round(arena, args, offset, std::min(chunk, args.count - offset));
+  }
+}
+
+}  // namespace chorus::algorithms

@@ -1,0 +1,97 @@
+// All-reduce directly in the host arena.
+//
+// Small messages (one round): every rank copies its input into its buffer and
+// posts; once all have, every rank reduces all n buffers into its own output,
+// in rank order, so all ranks compute bit-identical results with one flag wait.
+//
+// Otherwise the message goes through the arena in chunks of one round buffer.
+// Per round: each rank copies its chunk in and posts 2g; once all have, rank r
+// reduces slice r (patterns::block_of) of every buffer into slice r of its own
+// buffer (only rank r touches slice r, so no one reads what it overwrites) and
+// posts 2g + 1; every rank then copies slice j out of rank j's buffer. Round
+// buffers alternate (host_arena.hpp), so a rank fills chunk g + 1 while slower
+// ranks still copy chunk g out.
+//
+// Reduce (reduce/shm_direct.cpp) is the same rounds in which only the root
+// keeps the result: the others post and leave the copy-out (and, for one
+// round, the reduction) to it.
+#include "algorithms/allreduce/shm_direct.hpp"
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+#include "algorithms/patterns/blocks.hpp"
+#include "core/reduce.hpp"
+#include "transport/shm/host_arena.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus::algorithms {
+namespace {
+
+using transport::shm::HostArena;
+
+constexpr std::size_t kOneRoundBytes = 16 * 1024;  ///< redundant reduction below this
+
+void allreduce_one_round(HostArena& arena, const CollectiveArgs& args, bool keeps_result) {
+  const std::size_t bytes = bytes_of(args.count, args.dtype);
+  const std::uint64_t g = arena.begin_round(args.deadline);
+  std::memcpy(arena.buffer(arena.rank(), g), args.send, bytes);
+  arena.post(2 * g);
+  if (!keeps_result) return;
+  arena.wait_all(2 * g, args.deadline);
+  reduce_into(args.recv, arena.buffer(0, g), arena.buffer(1, g), args.count, args.dtype, args.op);
+  for (int k = 2; k < arena.size(); ++k) {
+    reduce_inplace(args.recv, arena.buffer(k, g), args.count, args.dtype, args.op);
+  }
+}
+
+/// One chunk of `count` elements at element `offset`.
+void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t offset,
+                     std::size_t count, bool keeps_result) {
+  const int n = arena.size();
+  const int r = arena.rank();
+  const std::uint64_t g = arena.begin_round(args.deadline);
+  std::memcpy(arena.buffer(r, g), element_at(args.send, offset, args.dtype),
+              bytes_of(count, args.dtype));
+  arena.post(2 * g);
+  arena.wait_all(2 * g, args.deadline);
+  const auto own = patterns::block_of(count, n, r);
+  std::byte* mine = element_at(arena.buffer(r, g), own.offset, args.dtype);
+  for (int k = 0; k < n; ++k) {
+    if (k == r || own.count == 0) continue;
+    reduce_inplace(mine, element_at(arena.buffer(k, g), own.offset, args.dtype), own.count,
+                   args.dtype, args.op);
+  }
+  arena.post(2 * g + 1);
+  if (!keeps_result) return;
+  for (int step = 0; step < n; ++step) {
+    const int j = (r + step) % n;  // own slice first: it is ready
+    if (j != r) arena.wait_for(j, 2 * g + 1, args.deadline);
+    const auto slice = patterns::block_of(count, n, j);
+    std::memcpy(element_at(args.recv, offset + slice.offset, args.dtype),
+                element_at(arena.buffer(j, g), slice.offset, args.dtype),
+                bytes_of(slice.count, args.dtype));
+  }
+}
+
+}  // namespace
+
+void reduce_through_arena(transport::Transport& transport, const CollectiveArgs& args,
+                          bool keeps_result) {
+  if (finish_trivial_call(transport, args)) return;
+  HostArena& arena = begin_arena_call(transport, args);
+  const std::size_t bytes = bytes_of(args.count, args.dtype);
+  if (bytes <= std::min(kOneRoundBytes, arena.round_bytes())) {
+    return allreduce_one_round(arena, args, keeps_result);
+  }
+  const std::size_t chunk = arena.round_bytes() / dtype_size(args.dtype);
+  for (std::size_t offset = 0; offset < args.count; offset += chunk) {
+    allreduce_chunk(arena, args, offset, std::min(chunk, args.count - offset), keeps_result);
+  }
+}
+
+void allreduce_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
+  reduce_through_arena(transport, args, true);
+}
+
+}  // namespace chorus::algorithms

@@ -1,0 +1,39 @@
+// Broadcast directly in the host arena: per round the root copies a chunk
+// into its round buffer and posts 2g; every other rank posts 2g (it finished
+// reading the previous round), waits for the root's flag and copies the chunk
+// out, after checking that the root's record of the round names this call. The
+// root waits for nobody except, in begin_round, for every rank to have left the
+// round that last used its buffer and round record (host_arena.hpp).
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+#include "transport/shm/host_arena.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus::algorithms {
+
+void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
+  if (finish_trivial_call(transport, args)) return;
+  auto& arena = begin_arena_call(transport, args);
+  const bool root = arena.rank() == args.root;
+  const std::size_t chunk = arena.round_bytes() / dtype_size(args.dtype);
+  for (std::size_t offset = 0; offset < args.count; offset += chunk) {
+    const std::size_t c = std::min(chunk, args.count - offset);
+    const std::uint64_t g = arena.begin_round(args.deadline);
+    if (root) {
+      std::memcpy(arena.buffer(args.root, g), element_at(args.send, offset, args.dtype),
+                  bytes_of(c, args.dtype));
+      arena.post(2 * g);
+      copy_elements(element_at(args.recv, offset, args.dtype),
+                    element_at(args.send, offset, args.dtype), c, args.dtype);
+    } else {
+      arena.post(2 * g);
+      arena.wait_for(args.root, 2 * g, args.deadline);
+      std::memcpy(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g),
+                  bytes_of(c, args.dtype));
+    }
+  }
+}
+
+}  // namespace chorus::algorithms

@@ -1,0 +1,55 @@
+// Reduce-scatter directly in the host arena, one flag wait per round.
+//
+// Each rank's input is n blocks of `count` elements. A round moves pieces of c
+// elements at offset `offset` of every block: rank r copies its n pieces into
+// its round buffer (piece j at j * c), posts 2g, and once every rank has, sums
+// piece r of all n buffers straight into its output. Reading ends before the
+// rank posts round g + 1, which is what the buffer reuse rule needs
+// (host_arena.hpp). In place, the output overlaps only input block r's piece,
+// which was copied into the arena first.
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+#include "core/reduce.hpp"
+#include "transport/shm/host_arena.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus::algorithms {
+namespace {
+
+using transport::shm::HostArena;
+
+void reduce_scatter_round(HostArena& arena, const CollectiveArgs& args, std::size_t offset,
+                          std::size_t c) {
+  const int n = arena.size();
+  const int r = arena.rank();
+  const std::size_t piece = bytes_of(c, args.dtype);
+  const std::uint64_t g = arena.begin_round(args.deadline);
+  std::byte* mine = arena.buffer(r, g);
+  for (int j = 0; j < n; ++j) {
+    std::memcpy(mine + piece * j, element_at(args.send, j * args.count + offset, args.dtype),
+                piece);
+  }
+  arena.post(2 * g);
+  arena.wait_all(2 * g, args.deadline);
+  void* out = element_at(args.recv, offset, args.dtype);
+  reduce_into(out, arena.buffer(0, g) + piece * r, arena.buffer(1, g) + piece * r, c, args.dtype,
+              args.op);
+  for (int k = 2; k < n; ++k) {
+    reduce_inplace(out, arena.buffer(k, g) + piece * r, c, args.dtype, args.op);
+  }
+}
+
+}  // namespace
+
+void reduce_scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
+  if (finish_trivial_call(transport, args)) return;
+  HostArena& arena = begin_arena_call(transport, args);
+  const std::size_t chunk = arena.round_bytes() / (dtype_size(args.dtype) * arena.size());
+  for (std::size_t offset = 0; offset < args.count; offset += chunk) {
+    reduce_scatter_round(arena, args, offset, std::min(chunk, args.count - offset));
+  }
+}
+
+}  // namespace chorus::algorithms

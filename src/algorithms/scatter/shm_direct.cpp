@@ -1,0 +1,44 @@
+// Scatter directly in the host arena: per round the root copies piece j (c
+// elements at `offset` of block j) of every block into its round buffer and
+// posts 2g; rank j waits for that flag and copies piece j out. The root's own
+// block goes straight from send to recv (nothing in place).
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+#include "transport/shm/host_arena.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus::algorithms {
+
+void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
+  if (finish_trivial_call(transport, args)) return;
+  auto& arena = begin_arena_call(transport, args);
+  const int n = arena.size();
+  const int r = arena.rank();
+  const bool root = r == args.root;
+  const std::size_t chunk = arena.round_bytes() / (dtype_size(args.dtype) * n);
+  for (std::size_t offset = 0; offset < args.count; offset += chunk) {
+    const std::size_t c = std::min(chunk, args.count - offset);
+    const std::size_t piece = bytes_of(c, args.dtype);
+    const std::uint64_t g = arena.begin_round(args.deadline);
+    if (root) {
+      for (int j = 0; j < n; ++j) {
+        if (j == r) continue;
+        std::memcpy(arena.buffer(r, g) + piece * j,
+                    element_at(args.send, j * args.count + offset, args.dtype), piece);
+      }
+    }
+    arena.post(2 * g);
+    if (root) {
+      copy_elements(element_at(args.recv, offset, args.dtype),
+                    element_at(args.send, r * args.count + offset, args.dtype), c, args.dtype);
+      continue;
+    }
+    arena.wait_for(args.root, 2 * g, args.deadline);
+    std::memcpy(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g) + piece * r,
+                piece);
+  }
+}
+
+}  // namespace chorus::algorithms

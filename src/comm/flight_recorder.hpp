@@ -1,0 +1,108 @@
+// The flight recorder: each communicator's last N operations, for post-mortems.
+//
+// A ring of CHORUS_TRACE_BUFFER entries (default 256; 0 disables), allocated once
+// when the communicator is created. Recording an operation overwrites one entry in
+// place: no allocation, and no lock of its own. Its owner (the Executor) calls
+// every mutating member with its own mutex held, and takes snapshot() under that
+// same mutex, so the dump path (flight_recorder_dump.hpp) reads a consistent copy.
+// The one exception is note_algorithm(): the running collective calls it without
+// the executor's mutex, so it only stores an atomic pointer that the next
+// finished() picks up (one collective runs at a time on a communicator).
+//
+// Timestamps are steady-clock points; a snapshot carries a (steady, wall-clock)
+// anchor taken at construction, so dumps of different ranks can be put on one
+// wall-clock time line.
+#pragma once
+
+#include "core/collective.hpp"
+#include "core/deadline.hpp"
+
+#include <chorus/types.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chorus::detail {
+
+enum class OpState : std::uint8_t { Issued, Started, Completed, Failed };
+
+/// "issued", "started", "completed", "failed".
+std::string_view to_string(OpState state) noexcept;
+
+/// What an operation is, as the code that issues it knows it.
+struct OpDescription {
+  Fingerprint fingerprint;  ///< collective, sequence number, count, dtype, op, root
+  int peer = -1;            ///< send/recv: the other rank; -1 otherwise
+};
+
+/// One recorded operation.
+struct TraceEntry {
+  std::uint64_t id = 0;  ///< 1-based issue index on this communicator; 0: empty slot
+  OpDescription op;
+  OpState state = OpState::Issued;
+  Status status = Status::Success;
+  const std::string_view* algorithm = nullptr;  ///< a registered algorithm's name, if known
+  Clock::time_point issued{}, started{}, ended{};
+  std::array<char, 240> error{};  ///< the failure's sentence, truncated, NUL-terminated
+};
+
+/// Which communicator a record belongs to (written into every dump).
+struct TraceIdentity {
+  std::string job;     ///< shared by every rank of the job
+  int world_rank = 0;  ///< rank in the world communicator the job started with
+  std::string comm;    ///< "world", "world.split1.color0", ...
+  int rank = 0;        ///< rank in this communicator
+  int size = 1;
+};
+
+/// A consistent copy of a recorder, oldest entry first.
+struct TraceSnapshot {
+  TraceIdentity identity;
+  std::size_t capacity = 0;
+  std::uint64_t total = 0;  ///< operations ever issued (more than capacity: the oldest are gone)
+  std::vector<TraceEntry> entries;
+  Clock::time_point taken{};
+  Clock::time_point anchor_steady{};
+  std::chrono::system_clock::time_point anchor_wall{};
+};
+
+class FlightRecorder {
+ public:
+  using RecordId = std::uint64_t;  ///< 0: not recorded
+
+  FlightRecorder(std::size_t capacity, TraceIdentity identity);
+
+  bool enabled() const { return !ring_.empty(); }
+  /// Records a new operation (overwriting the oldest when full); 0 when disabled.
+  RecordId issued(const OpDescription& op, Clock::time_point now);
+  void started(RecordId id, Clock::time_point now);
+  /// Completed (`status` Success) or failed with `error`; takes the noted algorithm.
+  void finished(RecordId id, Status status, std::string_view error, Clock::time_point now);
+  /// The algorithm the running collective chose; `name` must have static storage.
+  void note_algorithm(const std::string_view* name) noexcept {
+    algorithm_.store(name, std::memory_order_relaxed);
+  }
+  TraceSnapshot snapshot(Clock::time_point now) const;
+
+ private:
+  /// The entry of `id`, or nullptr when it was overwritten (or never recorded).
+  TraceEntry* find(RecordId id);
+
+  TraceIdentity identity_;
+  std::vector<TraceEntry> ring_;
+  std::uint64_t total_ = 0;
+  std::atomic<const std::string_view*> algorithm_{nullptr};
+  Clock::time_point anchor_steady_;
+  std::chrono::system_clock::time_point anchor_wall_;
+};
+
+/// The dump format chorus-trace reads (one JSON object; see docs/errors.md).
+std::string trace_json(const TraceSnapshot& snapshot, std::string_view reason);
+
+}  // namespace chorus::detail

@@ -1,0 +1,220 @@
+// The host arena; see host_arena.hpp.
+#include "transport/shm/host_arena.hpp"
+
+#include "core/env.hpp"
+#include "transport/stall_probe.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace chorus::transport::shm {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::size_t kDefaultSlotBytes = std::size_t{4} << 20;
+constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
+constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
+constexpr auto kSpinTime = 20us;    ///< polling the flag before yielding
+constexpr int kYieldRounds = 16;    ///< then sched_yield() rounds
+constexpr auto kCheckPeriod = 1ms;  ///< watcher passes while waiting
+constexpr int kMaxSleepMs = 5;      ///< longest futex sleep
+
+std::string ready_key() { return "transport/arena/ready"; }
+std::string mapped_key(int rank) { return "transport/arena/mapped/" + std::to_string(rank); }
+
+std::size_t parse_slot_bytes(const std::string& text, const std::string& what) {
+  std::size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < kMinSlotBytes ||
+      value > kMaxSlotBytes) {
+    throw Error(Status::InvalidArgument,
+                what + " is \"" + text + "\"; expected bytes from 4096 to 1073741824");
+  }
+  return value / 128 * 128;  // two halves, each a whole number of cache lines
+}
+
+std::size_t header_bytes(int size) {
+  return sizeof(FlagLine) * static_cast<std::size_t>(size) + sizeof(DoorbellWord);
+}
+
+std::uint64_t shape_of(const Fingerprint& call) {
+  return std::uint64_t{static_cast<std::uint32_t>(call.root)} << 32 |
+         std::uint64_t{static_cast<std::uint8_t>(call.collective)} << 16 |
+         std::uint64_t{call.dtype} << 8 | call.op;
+}
+
+Fingerprint unpack(std::uint64_t seq, std::uint64_t count, std::uint64_t shape) {
+  Fingerprint call;
+  call.seq = seq;
+  call.count = count;
+  call.root = static_cast<std::int32_t>(shape >> 32);
+  call.collective = static_cast<Collective>((shape >> 16) & 0xff);
+  call.dtype = static_cast<std::uint8_t>((shape >> 8) & 0xff);
+  call.op = static_cast<std::uint8_t>(shape & 0xff);
+  return call;
+}
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+std::size_t HostArena::slot_bytes_from_env() {
+  std::string text = env_or("CHORUS_SHM_ARENA_BYTES", "");
+  return text.empty() ? kDefaultSlotBytes : parse_slot_bytes(text, "CHORUS_SHM_ARENA_BYTES");
+}
+
+std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
+                                              const std::string& token, Deadline deadline) {
+  const std::string name = "/chorus-" + token + "-arena";
+  std::shared_ptr<Segment> segment;
+  std::size_t slot_bytes = 0;
+  if (rank == 0) {
+    // A round must hold one 8-byte element per rank (reduce-scatter, scatter, all-to-all).
+    slot_bytes = std::max(slot_bytes_from_env(), 128 * static_cast<std::size_t>(size));
+    segment = Segment::create(name, header_bytes(size) + slot_bytes * size);
+    store.set(ready_key(), std::to_string(slot_bytes));
+    std::vector<std::string> mapped;
+    for (int r = 1; r < size; ++r) mapped.push_back(mapped_key(r));
+    store.wait(mapped, deadline);
+    segment->unlink();
+  } else {
+    slot_bytes = parse_slot_bytes(store.get(ready_key(), deadline), "the arena slot size");
+    segment = Segment::open(name, header_bytes(size) + slot_bytes * size);
+    store.set(mapped_key(rank), "1");
+  }
+  return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));
+}
+
+HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes)
+    : segment_(std::move(segment)),
+      rank_(rank),
+      size_(size),
+      slot_bytes_(slot_bytes),
+      half_bytes_(slot_bytes / 2) {
+  std::byte* base = segment_->base();
+  doorbell_ = Doorbell(reinterpret_cast<DoorbellWord*>(base + sizeof(FlagLine) * size));
+  slots_ = base + header_bytes(size);
+}
+
+FlagLine& HostArena::line(int r) const { return reinterpret_cast<FlagLine*>(segment_->base())[r]; }
+
+std::byte* HostArena::buffer(int r, std::uint64_t round) const {
+  return slots_ + slot_bytes_ * static_cast<std::size_t>(r) + half_bytes_ * (round % 2);
+}
+
+void HostArena::begin_call(const Fingerprint& call) {
+  if (watcher_) watcher_->arena_check(call, /*send_probe=*/false);
+  call_ = call;
+}
+
+std::uint64_t HostArena::begin_round(Deadline deadline) {
+  ++round_;
+  if (round_ >= 2) wait_all(2 * round_ - 2, deadline);
+  round_calls_[round_ % 2] = call_;
+  publish_round();
+  return round_;
+}
+
+/// Seqlock write of this rank's record of round_: the tag goes to 0 first, so a
+/// reader that loads any new field (acquire, synchronizing with its release
+/// store) then sees the tag 0 or later, never the old round number. The record
+/// is reused only after every rank left round_ - 2 (begin_round), so in practice
+/// nobody reads it now; the tag makes a violation an error, not a wrong check.
+void HostArena::publish_round() {
+  RoundRecord& record = line(rank_).rounds[round_ % 2];
+  record.round.store(0, std::memory_order_relaxed);
+  record.seq.store(call_.seq, std::memory_order_release);
+  record.count.store(call_.count, std::memory_order_release);
+  record.shape.store(shape_of(call_), std::memory_order_release);
+  record.round.store(round_, std::memory_order_release);
+}
+
+void HostArena::post(std::uint64_t value) {
+  line(rank_).flag.store(value, std::memory_order_seq_cst);
+  doorbell_.ring();
+}
+
+void HostArena::wait_all(std::uint64_t value, Deadline deadline) {
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) wait_for(r, value, deadline);
+  }
+}
+
+void HostArena::wait_for(int r, std::uint64_t value, Deadline deadline) {
+  if (line(r).flag.load(std::memory_order_acquire) < value) wait_slow(r, value, deadline);
+  check_round_of(r, value / 2);
+}
+
+/// Rank r posted a flag of round `round` (this rank's current or previous one), so
+/// its record of that round is complete: r stored it (release) before that flag
+/// (seq_cst), which this rank loaded with acquire. Seqlock read (publish_round):
+/// the fields are one record when the tag reads `round` before and after them.
+void HostArena::check_round_of(int r, std::uint64_t round) {
+  RoundRecord& record = line(r).rounds[round % 2];
+  const std::uint64_t before = record.round.load(std::memory_order_acquire);
+  Fingerprint theirs = unpack(record.seq.load(std::memory_order_acquire),
+                              record.count.load(std::memory_order_acquire),
+                              record.shape.load(std::memory_order_acquire));
+  const std::uint64_t after = record.round.load(std::memory_order_relaxed);
+  if (before != round || after != round) {
+    fail(Error(Status::InternalError, "host arena: rank " + std::to_string(r) +
+                                          " rewrote its record of round " + std::to_string(round) +
+                                          " while rank " + std::to_string(rank_) + " read it (" +
+                                          describe(call_) + ")"));
+  }
+  const Fingerprint& mine = round_calls_[round % 2];
+  if (fingerprints_match(mine, theirs)) return;
+  fail(Error(Status::Mismatch, "rank " + std::to_string(rank_) + " is in " + describe(mine) +
+                                   " but rank " + std::to_string(r) + " is in " +
+                                   describe(theirs)));
+}
+
+void HostArena::fail(const Error& error) {
+  if (watcher_) watcher_->arena_fail(error);
+  throw error;
+}
+
+/// Spin, then yield, then sleep on the doorbell; the watcher runs every kCheckPeriod.
+void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
+  const auto start = Clock::now();
+  auto next_check = start;
+  auto next_probe = start + kStallProbeDelay;
+  int yields = 0;
+  auto reached = [&] { return line(r).flag.load(std::memory_order_acquire) >= value; };
+  while (!reached()) {
+    const auto now = Clock::now();
+    if (now >= next_check) {
+      const bool probe = now >= next_probe;
+      if (probe) next_probe = now + kStallProbeRepeat;
+      if (watcher_) watcher_->arena_check(call_, probe);
+      next_check = now + kCheckPeriod;
+      if (reached()) break;
+    }
+    if (now >= deadline) {
+      fail(Error(Status::Timeout, "timed out waiting for rank " + std::to_string(r) +
+                                      " in the host arena (" + describe(call_) + ")"));
+    }
+    if (now - start < kSpinTime) {
+      cpu_relax();
+    } else if (yields < kYieldRounds) {
+      ++yields;
+      sched_yield();
+    } else {
+      std::uint32_t sequence = doorbell_.arm();
+      if (!reached()) {
+        int ms = std::min(kMaxSleepMs, std::max(1, remaining_ms(deadline)));
+        doorbell_.sleep(sequence, ms);
+      }
+      doorbell_.disarm();
+    }
+  }
+}
+
+}  // namespace chorus::transport::shm

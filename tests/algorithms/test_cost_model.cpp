@@ -1,0 +1,182 @@
+// The cost model and the model-driven selection: tiny messages go to the
+// latency-optimal algorithms, large ones to the bandwidth-optimal ones,
+// shm_direct wins whenever it is accepted, hierarchical across hosts; the
+// tuning file round-trips; CHORUS_ALGO beats the model.
+#include "algorithms/cost_model.hpp"
+#include "algorithms/selection.hpp"
+
+#include <chorus/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+namespace chorus::algorithms {
+namespace {
+
+constexpr Collective kWithArena[] = {
+    Collective::AllReduce, Collective::Broadcast,     Collective::Reduce,
+    Collective::AllGather, Collective::ReduceScatter, Collective::Gather,
+    Collective::Scatter,   Collective::AllToAll,      Collective::Barrier};
+
+CollectiveArgs call(Collective collective, std::size_t bytes) {
+  CollectiveArgs args;
+  args.collective = collective;
+  args.count = collective == Collective::Barrier ? 0 : bytes;
+  args.dtype = DataType::Uint8;
+  return args;
+}
+
+std::string chosen(const CollectiveArgs& args, const SelectionContext& context) {
+  return std::string(default_selection(args, context).algorithm->name);
+}
+
+SelectionContext hosts_of(int hosts, int per_host) {
+  SelectionContext context;
+  context.machine.nranks = hosts * per_host;
+  for (int r = 0; r < hosts * per_host; ++r)
+    context.machine.topology.host_of_rank.push_back(r / per_host);
+  context.machine.topology.num_hosts = hosts;
+  // A cluster: links between hosts (tcp) much slower than shm rings within one. (The
+  // defaults come from one loaded host, where loopback tcp is nearly as fast as shm.)
+  context.parameters.shm = {5e-6, 0.1e-9};
+  context.parameters.tcp = {50e-6, 1e-9};
+  return context;
+}
+
+TEST(CostModel, TinyMessagesTakeTheFewestRounds) {
+  for (int n : {5, 6, 7, 8}) {  // (below 5 the ring's n - 1 rounds tie with log2 n)
+    auto context = single_host_context(n);
+    EXPECT_EQ(chosen(call(Collective::AllReduce, 8), context), "recursive_doubling") << n;
+    std::string gather = chosen(call(Collective::AllGather, 8), context);
+    EXPECT_TRUE(gather == "bruck" || gather == "recursive_doubling") << n << " " << gather;
+    EXPECT_EQ(chosen(call(Collective::AllToAll, 8), context), "bruck") << n;
+  }
+}
+
+TEST(CostModel, LargeMessagesTakeTheBandwidthOptimalAlgorithms) {
+  for (int n : {3, 4, 5, 7, 8}) {
+    auto context = single_host_context(n);
+    std::string allreduce = chosen(call(Collective::AllReduce, 64 << 20), context);
+    EXPECT_TRUE(allreduce == "ring" || allreduce == "rabenseifner") << n << " " << allreduce;
+    std::string gather = chosen(call(Collective::AllGather, 16 << 20), context);
+    EXPECT_TRUE(gather == "ring" || gather == "recursive_doubling") << n << " " << gather;
+    EXPECT_EQ(chosen(call(Collective::AllToAll, 16 << 20), context), "pairwise") << n;
+  }
+  EXPECT_EQ(chosen(call(Collective::AllReduce, 64 << 20), single_host_context(8)), "rabenseifner");
+}
+
+TEST(CostModel, ShmDirectWinsWheneverAccepted) {
+  for (int n = 2; n <= 8; ++n) {
+    for (Collective collective : kWithArena) {
+      for (std::size_t bytes = 1; bytes <= (std::size_t{64} << 20); bytes *= 16) {
+        CollectiveArgs args = call(collective, bytes);
+        args.host_arena = true;
+        EXPECT_EQ(chosen(args, single_host_context(n)), "shm_direct")
+            << to_string(collective) << " " << bytes << " bytes on " << n;
+        args.host_arena = false;
+        EXPECT_NE(chosen(args, single_host_context(n)), "shm_direct");
+      }
+    }
+  }
+}
+
+TEST(CostModel, SeveralHostsTakeHierarchicalAllReduce) {
+  for (auto [hosts, per_host] : {std::pair{2, 2}, {2, 4}, {3, 2}, {4, 2}}) {
+    for (std::size_t bytes = 4; bytes <= 256 * 1024; bytes *= 4) {
+      EXPECT_EQ(chosen(call(Collective::AllReduce, bytes), hosts_of(hosts, per_host)),
+                "hierarchical")
+          << hosts << "x" << per_host << " " << bytes;
+    }
+  }
+  // One host, or one rank per host: nothing to gain from it.
+  EXPECT_NE(chosen(call(Collective::AllReduce, 4096), single_host_context(8)), "hierarchical");
+  EXPECT_NE(chosen(call(Collective::AllReduce, 4096), hosts_of(8, 1)), "hierarchical");
+}
+
+TEST(CostModel, TcpEverywhereCostsMoreThanShmRings) {
+  auto shm = single_host_context(4);
+  auto tcp = shm;
+  tcp.machine.local_shm = false;
+  for (std::size_t bytes : {8u, 65536u, 1u << 24}) {
+    EXPECT_LT(modelled_cost("ring", Collective::AllReduce, bytes, shm.machine, shm.parameters),
+              modelled_cost("ring", Collective::AllReduce, bytes, tcp.machine, tcp.parameters));
+  }
+  EXPECT_TRUE(
+      std::isinf(modelled_cost("no_such", Collective::AllReduce, 8, shm.machine, shm.parameters)));
+}
+
+TEST(CostModel, PipelineChunkGrowsWithTheMessage) {
+  auto context = single_host_context(4);
+  auto small = modelled_chunk_bytes("ring", Collective::Broadcast, 1 << 16, context.machine,
+                                    context.parameters);
+  auto large = modelled_chunk_bytes("ring", Collective::Broadcast, 1 << 26, context.machine,
+                                    context.parameters);
+  EXPECT_GE(small, 4096u);
+  EXPECT_GT(large, small);
+  EXPECT_EQ(modelled_chunk_bytes("binomial", Collective::Broadcast, 1 << 26, context.machine,
+                                 context.parameters),
+            0u);
+  CollectiveArgs args = call(Collective::Broadcast, 1 << 26);
+  auto choice = select(args, context, parse_algorithm_override("broadcast=ring"));
+  EXPECT_EQ(choice.chunk_bytes, large);
+}
+
+TEST(TuningFile, RoundTripsAndRejectsGarbage) {
+  CostParameters tuned;
+  tuned.shm = {1.5e-6, 0.125e-9};
+  tuned.tcp = {25e-6, 0.75e-9};
+  tuned.arena = {0.5e-6, 0.0625e-9};
+  tuned.gamma = 0.3e-9;
+  std::stringstream file;
+  write_tuning(file, tuned);
+  CostParameters back = read_tuning(file, "test");
+  EXPECT_NEAR(back.shm.alpha, tuned.shm.alpha, 1e-18);
+  EXPECT_NEAR(back.tcp.beta, tuned.tcp.beta, 1e-21);
+  EXPECT_NEAR(back.arena.beta, tuned.arena.beta, 1e-21);
+  EXPECT_NEAR(back.gamma, tuned.gamma, 1e-21);
+
+  std::stringstream partial("# only one\n  tcp.alpha_us 99  # comment\n\n");
+  CostParameters some = read_tuning(partial, "partial");
+  EXPECT_DOUBLE_EQ(some.tcp.alpha, 99e-6);
+  EXPECT_EQ(some.shm, CostParameters::defaults().shm);
+
+  for (const char* bad : {"shm.alpha 3\n", "tcp.alpha_us\n", "tcp.alpha_us x\n",
+                          "tcp.alpha_us 3 4\n", "gamma_ns_per_byte -1\n"}) {
+    std::stringstream in(bad);
+    EXPECT_THROW(read_tuning(in, "bad"), Error) << bad;
+  }
+  EXPECT_THROW(load_tuning_file("/nonexistent/chorus-tuning"), Error);
+  EXPECT_EQ(load_tuning_file(""), CostParameters::defaults());
+}
+
+TEST(TuningFile, ChangesTheChoice) {
+  // With a free network and costly reductions, the ring beats recursive doubling even when tiny.
+  SelectionContext context = single_host_context(8);
+  context.parameters.shm = {0, 1e-9};
+  context.parameters.gamma = 1e-6;
+  EXPECT_EQ(chosen(call(Collective::AllReduce, 8), context), "ring");
+}
+
+TEST(OverridePrecedence, NamedAlgorithmBeatsTheModelUnlessItDeclines) {
+  SelectionContext context = single_host_context(6);
+  CollectiveArgs tiny = call(Collective::AllReduce, 8);
+  EXPECT_EQ(select(tiny, context, parse_algorithm_override("ring")).algorithm->name, "ring");
+  EXPECT_EQ(select(tiny, context, parse_algorithm_override("allreduce=hierarchical,ring"))
+                .algorithm->name,
+            "hierarchical");
+  CollectiveArgs gather = call(Collective::AllGather, 8);
+  // recursive_doubling declines 6 ranks: the model's choice stands.
+  EXPECT_EQ(select(gather, context, parse_algorithm_override("allgather=recursive_doubling"))
+                .algorithm->name,
+            chosen(gather, context));
+  CollectiveArgs arena = call(Collective::AllReduce, 1 << 20);
+  arena.host_arena = true;
+  EXPECT_EQ(select(arena, context, parse_algorithm_override("allreduce=ring")).algorithm->name,
+            "ring");
+}
+
+}  // namespace
+}  // namespace chorus::algorithms

@@ -1,0 +1,125 @@
+// Every all-reduce algorithm on MemoryFabrics that fake several hosts, against
+// the sweep's references (sweep.hpp), and hierarchical's traffic pattern: only
+// host leaders talk across hosts, and only to leaders.
+#include "algorithms/algorithm.hpp"
+#include "algorithms/patterns/hierarchy.hpp"
+#include "memory_transport.hpp"
+#include "sweep.hpp"
+
+#include <chorus/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace chorus::testing {
+namespace {
+
+// Forwards to a rank's transport and counts sends that leave the host
+// illegally for a hierarchical algorithm.
+class CrossHostCounter final : public transport::Transport {
+ public:
+  CrossHostCounter(transport::Transport& inner, std::atomic<int>& violations)
+      : inner_(inner), violations_(violations) {
+    leaders_ = algorithms::patterns::host_leaders(inner.topology());
+  }
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  const Topology& topology() const override { return inner_.topology(); }
+  transport::RequestId post_send(int peer, const void* data, std::size_t bytes,
+                                 const Fingerprint& fingerprint) override {
+    if (!topology().same_host(rank(), peer) && !(is_leader(rank()) && is_leader(peer))) {
+      violations_.fetch_add(1);
+    }
+    return inner_.post_send(peer, data, bytes, fingerprint);
+  }
+  transport::RequestId post_recv(int peer, void* data, std::size_t bytes,
+                                 const Fingerprint& fingerprint) override {
+    return inner_.post_recv(peer, data, bytes, fingerprint);
+  }
+  void wait(std::span<const transport::RequestId> ids, Deadline deadline) override {
+    inner_.wait(ids, deadline);
+  }
+  bool test(std::span<const transport::RequestId> ids) override { return inner_.test(ids); }
+  bool wait_until(std::span<const transport::RequestId> ids, Deadline until) override {
+    return inner_.wait_until(ids, until);
+  }
+  void interrupt() noexcept override { inner_.interrupt(); }
+  void abort(Status status, const std::string& reason) override { inner_.abort(status, reason); }
+
+ private:
+  bool is_leader(int r) const {
+    return std::find(leaders_.begin(), leaders_.end(), r) != leaders_.end();
+  }
+  transport::Transport& inner_;
+  std::atomic<int>& violations_;
+  std::vector<int> leaders_;
+};
+
+// host_of_rank per rank for each faked layout, uneven hosts and interleaved ranks included.
+const std::vector<std::vector<int>> kLayouts = {
+    {0, 1},
+    {0, 0, 1},
+    {0, 0, 1, 1},
+    {0, 1, 0, 1, 2},
+    {0, 0, 0, 1},
+    {0, 0, 0, 1, 1, 2, 2},
+    {0, 0, 0, 0, 1, 1, 1, 1},
+    {0, 1, 2, 3, 0, 1, 2, 3},
+};
+
+class MultiHostSweep : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(MultiHostSweep, AllReduceAlgorithmsMatchTheReference) {
+  const std::vector<int>& layout = kLayouts[GetParam()];
+  const int n = static_cast<int>(layout.size());
+  std::vector<SweepCase> cases;
+  for (const SweepCase& c : sweep_cases(n)) {
+    if (c.algorithm->collective == Collective::AllReduce) cases.push_back(c);
+  }
+  ASSERT_FALSE(cases.empty());
+  MemoryFabric fabric(layout);
+  std::mutex mutex;
+  std::vector<std::string> wrong;
+  std::atomic<int> violations{0};
+  auto failures = run_ranks(fabric, [&](transport::Transport& transport, int rank) {
+    CrossHostCounter counted(transport, violations);
+    for (const SweepCase& c : cases) {
+      bool hierarchical = c.algorithm->name == "hierarchical";
+      auto problems = run_sweep_case(hierarchical ? counted : transport, c);
+      std::lock_guard lock(mutex);
+      for (const auto& problem : problems) {
+        wrong.push_back(describe(c) + " rank " + std::to_string(rank) + ": " + problem);
+      }
+    }
+  });
+  EXPECT_TRUE(failures.empty()) << failures.size() << " ranks threw, first: " << failures[0];
+  EXPECT_TRUE(wrong.empty()) << wrong.size() << " wrong results, first: " << wrong[0];
+  EXPECT_EQ(violations.load(), 0) << "hierarchical sent across hosts from a non-leader";
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, MultiHostSweep, ::testing::Range<std::size_t>(0, 8),
+                         [](const auto& info) { return "layout" + std::to_string(info.param); });
+
+// The counter itself must catch a flat algorithm crossing hosts from non-leaders.
+TEST(MultiHostSweepCounter, FlatRingCrossesHostsFromNonLeaders) {
+  std::vector<int> layout = {0, 0, 1, 1};
+  MemoryFabric fabric(layout);
+  std::atomic<int> violations{0};
+  const algorithms::Algorithm* ring = algorithms::find_algorithm(Collective::AllReduce, "ring");
+  ASSERT_NE(ring, nullptr);
+  auto failures = run_ranks(fabric, [&](transport::Transport& transport, int) {
+    CrossHostCounter counted(transport, violations);
+    SweepCase c{ring, 4, 1025};
+    EXPECT_TRUE(run_sweep_case(counted, c).empty());
+  });
+  EXPECT_TRUE(failures.empty());
+  EXPECT_GT(violations.load(), 0);
+}
+
+}  // namespace
+}  // namespace chorus::testing

@@ -1,0 +1,336 @@
+// The shm_direct collectives (src/algorithms/*/shm_direct.cpp) over a real host
+// arena, threads as ranks: every collective, dtype, op (avg included), root,
+// in place, counts 0, 1, 7 and multi-chunk ones (CHORUS_SHM_ARENA_BYTES=4096:
+// 2 KiB rounds), checked against reference.hpp; that they are the algorithms
+// that ran; that many mixed calls keep their rounds apart; that ranks in
+// different calls fail with a Mismatch; that forced TCP has no arena.
+#include "reference.hpp"
+#include "thread_ranks.hpp"
+
+#include <chorus/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace chorus::testing {
+namespace {
+
+constexpr std::size_t kCounts[] = {0, 1, 7, 1501};  // 1501 x 8 B: several 2 KiB rounds
+
+/// Selects shm_direct with a small arena for the communicators a test creates.
+class ShmDirectEnv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("CHORUS_ALGO", "shm_direct", 1);
+    ::setenv("CHORUS_SHM_ARENA_BYTES", "4096", 1);
+  }
+  void TearDown() override {
+    ::unsetenv("CHORUS_ALGO");
+    ::unsetenv("CHORUS_SHM_ARENA_BYTES");
+  }
+};
+
+class ShmDirect : public ShmDirectEnv, public ::testing::WithParamInterface<int> {};
+
+void expect_shm_direct(Communicator& c, std::size_t count) {
+  if (c.size() > 1 && count > 0) {
+    EXPECT_EQ(c.last_algorithm(), "shm_direct");
+  }
+}
+
+/// Element i of rank r's block for a data-movement collective (unique per rank, index, block).
+double movement_value(int r, std::size_t i, DataType t) {
+  return static_cast<double>((static_cast<std::size_t>(r) * 31 + i * 7) %
+                             (is_signed(t) ? 100 : 200));
+}
+
+std::vector<unsigned char> movement_block(int r, std::size_t first, std::size_t count, DataType t) {
+  std::vector<unsigned char> buf(count * dtype_size(t));
+  for (std::size_t i = 0; i < count; ++i) {
+    encode(movement_value(r, first + i, t), t, buf.data() + i * dtype_size(t));
+  }
+  return buf;
+}
+
+void expect_block(const unsigned char* got, int r, std::size_t first, std::size_t count, DataType t,
+                  const std::string& what) {
+  for (std::size_t i = 0; i < count; ++i) {
+    double have = decode(t, got + i * dtype_size(t));
+    if (have != movement_value(r, first + i, t)) {
+      ADD_FAILURE() << what << ": element " << i << " of rank " << r << "'s block is " << have;
+      return;
+    }
+  }
+}
+
+void expect_reduced(const unsigned char* got, std::size_t count, std::size_t first, int n,
+                    DataType t, ReduceOp op, const std::string& what) {
+  for (std::size_t i = 0; i < count; ++i) {
+    double want = expected_reduction(n, first + i, t, op);
+    double have = decode(t, got + i * dtype_size(t));
+    if (have != want) {
+      ADD_FAILURE() << what << ": element " << i << " is " << have << ", expected " << want;
+      return;
+    }
+  }
+}
+
+std::string label(const char* what, DataType t, ReduceOp op, std::size_t count, bool in_place) {
+  return std::string(what) + " " + std::string(to_string(t)) + " " + std::string(to_string(op)) +
+         " count " + std::to_string(count) + (in_place ? " in place" : "");
+}
+
+void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place) {
+  auto send = make_input(c.rank(), count, t, op);
+  std::vector<unsigned char> recv(send.size(), 0xAB);
+  unsigned char* out = in_place ? send.data() : recv.data();
+  c.all_reduce(send.data(), out, count, t, op);
+  expect_shm_direct(c, count);
+  expect_reduced(out, count, 0, c.size(), t, op, label("allreduce", t, op, count, in_place));
+}
+
+void reduce_scatter_case(Communicator& c, DataType t, ReduceOp op, std::size_t count,
+                         bool in_place) {
+  const std::size_t size = dtype_size(t);
+  auto send = make_input(c.rank(), count * c.size(), t, op);
+  std::vector<unsigned char> recv(count * size, 0xAB);
+  unsigned char* out = in_place ? send.data() + c.rank() * count * size : recv.data();
+  c.reduce_scatter(send.data(), out, count, t, op);
+  expect_shm_direct(c, count);
+  expect_reduced(out, count, c.rank() * count, c.size(), t, op,
+                 label("reducescatter", t, op, count, in_place));
+}
+
+void reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, int root) {
+  const bool in_place = (root + count) % 2 == 1;
+  auto send = make_input(c.rank(), count, t, op);
+  std::vector<unsigned char> recv(send.size(), 0xAB);
+  const bool is_root = c.rank() == root;
+  unsigned char* out = in_place ? send.data() : (is_root ? recv.data() : nullptr);
+  c.reduce(send.data(), out, count, t, op, root);
+  expect_shm_direct(c, count);
+  if (is_root) {
+    expect_reduced(out, count, 0, c.size(), t, op,
+                   label("reduce", t, op, count, in_place) + " root " + std::to_string(root));
+  }
+}
+
+TEST_P(ShmDirect, AllReduceEveryDtypeOpCountInPlace) {
+  ThreadJob job(GetParam());
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    for (DataType t : kAllTypes)
+      for (ReduceOp op : kAllOps)
+        for (std::size_t count : kCounts)
+          for (bool in_place : {false, true}) all_reduce_case(c, t, op, count, in_place);
+  });
+}
+
+TEST_P(ShmDirect, ReduceScatterAndReduceEveryDtypeOpRoot) {
+  ThreadJob job(GetParam());
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    for (DataType t : kAllTypes)
+      for (ReduceOp op : kAllOps)
+        for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{301}})
+          for (bool in_place : {false, true}) reduce_scatter_case(c, t, op, count, in_place);
+    for (int root = 0; root < c.size(); ++root)
+      for (DataType t : kAllTypes)
+        for (ReduceOp op : kAllOps)
+          for (std::size_t count : kCounts) reduce_case(c, t, op, count, root);
+  });
+}
+
+void broadcast_case(Communicator& c, DataType t, std::size_t count, int root, bool in_place) {
+  auto mine = movement_block(c.rank(), 0, count, t);
+  std::vector<unsigned char> recv(mine.size(), 0xAB);
+  const bool is_root = c.rank() == root;
+  unsigned char* out = in_place && is_root ? mine.data() : recv.data();
+  c.broadcast(is_root ? mine.data() : nullptr, out, count, t, root);
+  expect_shm_direct(c, count);
+  expect_block(out, root, 0, count, t, "broadcast root " + std::to_string(root));
+}
+
+void all_gather_case(Communicator& c, DataType t, std::size_t count, bool in_place) {
+  const std::size_t size = dtype_size(t);
+  std::vector<unsigned char> recv(count * size * c.size(), 0xAB);
+  auto mine = movement_block(c.rank(), 0, count, t);
+  unsigned char* send = mine.data();
+  if (in_place) {
+    send = recv.data() + c.rank() * count * size;
+    if (count > 0) std::memcpy(send, mine.data(), mine.size());
+  }
+  c.all_gather(send, recv.data(), count, t);
+  expect_shm_direct(c, count);
+  for (int r = 0; r < c.size(); ++r) {
+    expect_block(recv.data() + r * count * size, r, 0, count, t, "allgather");
+  }
+}
+
+/// Gather then scatter back from `root`; rank r's block holds movement_block(r).
+void gather_scatter_case(Communicator& c, DataType t, std::size_t count, int root) {
+  const std::size_t size = dtype_size(t), n = c.size();
+  const bool is_root = c.rank() == root;
+  auto mine = movement_block(c.rank(), 0, count, t);
+  std::vector<unsigned char> all(count * size * n, 0xAB);
+  c.gather(mine.data(), is_root ? all.data() : nullptr, count, t, root);
+  expect_shm_direct(c, count);
+  if (is_root) {
+    for (int r = 0; r < c.size(); ++r) {
+      expect_block(all.data() + r * count * size, r, 0, count, t, "gather");
+    }
+  }
+  std::vector<unsigned char> back(count * size, 0xAB);
+  c.scatter(is_root ? all.data() : nullptr, back.data(), count, t, root);
+  expect_shm_direct(c, count);
+  expect_block(back.data(), c.rank(), 0, count, t, "scatter root " + std::to_string(root));
+}
+
+/// Rank r sends block j = movement values of (r * n + j) to rank j.
+void all_to_all_case(Communicator& c, DataType t, std::size_t count, bool in_place) {
+  const std::size_t size = dtype_size(t), n = c.size();
+  std::vector<unsigned char> send(count * size * n), recv(count * size * n, 0xAB);
+  for (std::size_t j = 0; j < n; ++j) {
+    auto block = movement_block(static_cast<int>(c.rank() * n + j), 0, count, t);
+    if (count > 0) std::memcpy(send.data() + j * count * size, block.data(), block.size());
+  }
+  unsigned char* out = in_place ? send.data() : recv.data();
+  c.all_to_all(send.data(), out, count, t);
+  expect_shm_direct(c, count);
+  for (std::size_t j = 0; j < n; ++j) {
+    expect_block(out + j * count * size, static_cast<int>(j * n + c.rank()), 0, count, t,
+                 "alltoall");
+  }
+}
+
+constexpr DataType kMovementTypes[] = {DataType::Int8, DataType::Float16, DataType::Int32,
+                                       DataType::Float64};
+
+TEST_P(ShmDirect, BroadcastAndAllGatherEveryRootInPlace) {
+  ThreadJob job(GetParam());
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    for (DataType t : kMovementTypes)
+      for (std::size_t count : kCounts)
+        for (bool in_place : {false, true}) {
+          for (int root = 0; root < c.size(); ++root) broadcast_case(c, t, count, root, in_place);
+          all_gather_case(c, t, count, in_place);
+        }
+  });
+}
+
+TEST_P(ShmDirect, GatherScatterEveryRootAndAllToAll) {
+  ThreadJob job(GetParam());
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    for (DataType t : kMovementTypes)
+      for (std::size_t count : kCounts) {
+        for (int root = 0; root < c.size(); ++root) gather_scatter_case(c, t, count, root);
+        for (bool in_place : {false, true}) all_to_all_case(c, t, count, in_place);
+      }
+  });
+}
+
+// Back-to-back calls of different collectives and sizes (odd numbers of rounds,
+// so buffer parity changes between calls) and queued requests stay correct.
+TEST_P(ShmDirect, MixedQueuedCallsAndBarriers) {
+  ThreadJob job(GetParam());
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    for (int iteration = 0; iteration < 20; ++iteration) {
+      const std::size_t count = 1 + static_cast<std::size_t>(iteration) * 97;
+      auto a = make_input(c.rank(), count, DataType::Float32, ReduceOp::Sum);
+      auto b = movement_block(c.rank(), 0, count, DataType::Int32);
+      std::vector<unsigned char> gathered(b.size() * c.size());
+      auto first = c.iall_reduce(a.data(), a.data(), count, DataType::Float32, ReduceOp::Sum);
+      auto second = c.iall_gather(b.data(), gathered.data(), count, DataType::Int32);
+      auto third = c.ibarrier();
+      first.wait();
+      second.wait();
+      third.wait();
+      expect_reduced(a.data(), count, 0, c.size(), DataType::Float32, ReduceOp::Sum, "mixed");
+      for (int r = 0; r < c.size(); ++r) {
+        expect_block(gathered.data() + r * b.size(), r, 0, count, DataType::Int32, "mixed");
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmDirect, ::testing::Values(1, 2, 3, 5, 8),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+class ShmDirectFaults : public ShmDirectEnv {};
+
+// Rank 0 in an all-reduce, the others in a broadcast from rank 0 with the same
+// sequence number: both are arena calls, so the published round records must tell
+// them apart on every rank; the communicator stays failed afterwards.
+TEST_F(ShmDirectFaults, DifferentCollectivesAreMismatchesNamingBoth) {
+  ThreadJob job(3, {.timeout = std::chrono::seconds(20)});
+  ASSERT_TRUE(job.ok());
+  job.run([&](Communicator& c) {
+    std::vector<float> data(64, 1.0f);
+    Status status = Status::Success;
+    std::string message;
+    try {
+      if (c.rank() == 0) {
+        c.all_reduce(data.data(), data.data(), data.size(), DataType::Float32, ReduceOp::Sum);
+      } else {
+        c.broadcast(data.data(), data.data(), data.size(), DataType::Float32, 0);
+      }
+    } catch (const Error& e) {
+      status = e.status();
+      message = e.what();
+    }
+    EXPECT_EQ(status, Status::Mismatch) << "rank " << c.rank() << ": " << message;
+    EXPECT_NE(message.find("allreduce"), std::string::npos) << message;
+    EXPECT_NE(message.find("broadcast"), std::string::npos) << message;
+    EXPECT_THROW(c.barrier(), Error);
+  });
+}
+
+// A broadcast root (int32) writes and leaves at once; the readers (float32) must
+// still check the root's record of the round they read and fail instead of
+// returning its bytes, and the root fails no later than its next call.
+TEST_F(ShmDirectFaults, BroadcastDtypeMismatchFailsEveryRank) {
+  ThreadJob job(3, {.timeout = std::chrono::seconds(20)});
+  ASSERT_TRUE(job.ok());
+  job.run([&](Communicator& c) {
+    std::vector<std::int32_t> data(8, 7);
+    const DataType dtype = c.rank() == 0 ? DataType::Int32 : DataType::Float32;
+    int failed_at = -1;
+    std::string message;
+    try {
+      c.broadcast(data.data(), data.data(), data.size(), dtype, 0);
+      EXPECT_EQ(c.rank(), 0) << "a reader returned success";
+      EXPECT_EQ(data[5], 7);
+      failed_at = 1;
+      c.barrier();
+      failed_at = 2;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Mismatch) << "rank " << c.rank() << ": " << e.what();
+      message = e.what();
+    }
+    EXPECT_NE(failed_at, 2) << "rank " << c.rank() << " passed the barrier";
+    EXPECT_NE(message.find("broadcast #1 (count 8, int32, root 0)"), std::string::npos) << message;
+    EXPECT_NE(message.find("broadcast #1 (count 8, float32, root 0)"), std::string::npos)
+        << message;
+  });
+}
+
+// Forced TCP: no arena, so shm_direct declines and another algorithm runs.
+TEST_F(ShmDirectFaults, ForcedTcpHasNoArena) {
+  ThreadJob job(2, {.transport = "tcp"});
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    std::vector<float> data(16, 1.0f);
+    c.all_reduce(data.data(), data.data(), data.size(), DataType::Float32, ReduceOp::Sum);
+    EXPECT_NE(c.last_algorithm(), "shm_direct");
+    EXPECT_EQ(data[3], 2.0f);
+  });
+}
+
+}  // namespace
+}  // namespace chorus::testing

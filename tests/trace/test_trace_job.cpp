@@ -1,0 +1,60 @@
+// End to end: chorusrun -n 3 of a worker whose rank 2 skips a collective. The
+// others time out naming rank 2, write their flight records, and chorus-trace
+// (run on the dump directory) says that rank 2 never reached the all-reduce.
+#include "process.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace chorus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class TraceJob : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TraceJob, ChorusTraceNamesTheRankThatNeverArrived) {
+  test::TempDir dir;
+  test::ProcessOptions options;
+  options.env = {"CHORUS_TRANSPORT=" + GetParam(), "CHORUS_TIMEOUT=1",
+                 "CHORUS_TRACE_DIR=" + dir.path()};
+  options.timeout = 30s;
+  test::ProcessResult job =
+      test::run_process({CHORUSRUN_PATH, "-n", "3", TRACE_WORKER_PATH, "2"}, options);
+  ASSERT_FALSE(job.timed_out) << job.out << job.err;
+  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  EXPECT_TRUE(contains(job.err, "allreduce #3 (count 1, int32, sum) timed out")) << job.err;
+  EXPECT_TRUE(contains(job.err, "rank 2 never reached it")) << job.err;
+  EXPECT_TRUE(
+      contains(job.err, "flight recorder of communicator world (timeout): wrote " + dir.path()))
+      << job.err;
+
+  int dumps = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    dumps += entry.path().filename().string().starts_with("chorus-trace-");
+  }
+  EXPECT_GE(dumps, 2);
+
+  test::ProcessResult report =
+      test::run_process({PYTHON3_PATH, CHORUS_TRACE_PATH, "--dir", dir.path()});
+  EXPECT_EQ(report.exit_code, 0) << report.out << report.err;
+  EXPECT_TRUE(
+      contains(report.out, "communicator world: 3 ranks, dumps from ranks 0-1; none from rank 2"))
+      << report.out;
+  EXPECT_TRUE(contains(report.out, "rank 2 never reached allreduce #3 (count 1, int32, sum)"))
+      << report.out;
+  EXPECT_TRUE(contains(report.out, "ranks 0-1 wait in allreduce #3 (count 1, int32, sum)"))
+      << report.out;
+  EXPECT_TRUE(contains(report.out, "for rank 2")) << report.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TraceJob, ::testing::Values("auto", "tcp"));
+
+}  // namespace
+}  // namespace chorus::testing

@@ -1,0 +1,21 @@
+// chorus-perf --tune FILE: measures the cost model's parameters
+// (src/algorithms/cost_model.hpp) on the running communicator and merges them
+// into FILE, which CHORUS_TUNING_FILE then points the library at.
+#pragma once
+
+#include <chorus/communicator.hpp>
+
+#include <string>
+
+namespace chorus::perf {
+
+/// Every rank calls it, with CHORUS_ALGO pinning allreduce=recursive_doubling
+/// (main() does). Times a local reduction (gamma), all-reduces of 8 B and
+/// 1 MiB (alpha and beta of the communicator's link kind: tcp under
+/// CHORUS_TRANSPORT=tcp, else shm) and, when the collectives run through the
+/// host arena, a barrier and broadcasts (arena alpha and beta); rank 0 then
+/// reads FILE if it exists, replaces the measured keys, writes it back and
+/// prints them.
+void run_tune(Communicator& comm, const std::string& path);
+
+}  // namespace chorus::perf

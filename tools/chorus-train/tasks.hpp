@@ -1,0 +1,44 @@
+// The two training tasks of chorus-train: a model, its data and how a batch is built.
+// Includes torch: only tasks.cpp and trainer.cpp include this header.
+#pragma once
+
+#include "options.hpp"
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chorus::train_tool {
+
+/// Inputs and class targets of one batch. The model's logits have shape
+/// [targets.numel(), classes] (the LSTM flattens batch x time).
+struct Batch {
+  torch::Tensor input;
+  torch::Tensor target;
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual std::string describe() const = 0;
+  virtual std::shared_ptr<torch::nn::Module> module() = 0;
+  virtual std::size_t train_size() const = 0;
+  virtual std::size_t test_size() const = 0;
+  /// The samples `indices` of the train or test split.
+  virtual Batch batch(const std::vector<std::size_t>& indices, bool train) const = 0;
+  /// Logits [N, classes] for a batch's input.
+  virtual torch::Tensor forward(const torch::Tensor& input) = 0;
+  /// The optimizer the task trains with (parameters of module()).
+  virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer(double lr) = 0;
+  /// Global-norm clipping threshold (0 = none).
+  virtual double clip_norm() const = 0;
+};
+
+/// Builds the task `options.model` selects; weights drawn from torch's generator, which the
+/// caller seeds. Loads the data from the Debian packages (see include/chorus/train/data.hpp).
+std::unique_ptr<Task> make_task(const Options& options);
+
+}  // namespace chorus::train_tool

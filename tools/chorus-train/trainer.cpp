@@ -1,0 +1,221 @@
+// The training loop of chorus-train: DDP steps over the sampler's batches, progress lines,
+// checkpoints, the final distributed evaluation.
+#include "trainer.hpp"
+
+#include "tasks.hpp"
+
+#include <chorus/train/data.hpp>
+#include <chorus/train/ddp.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+namespace chorus::train_tool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kWarmupSteps = 5;  ///< left out of the summary's step-time median
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+train::DdpOptions ddp_options(const Options& options) {
+  train::DdpOptions ddp;
+  ddp.bucket_cap_bytes = static_cast<std::size_t>(options.bucket_cap_mb * 1024 * 1024);
+  ddp.first_bucket_bytes = std::min(ddp.first_bucket_bytes, ddp.bucket_cap_bytes);
+  ddp.compression = options.compression == Compression::Fp16   ? train::GradCompression::Fp16
+                    : options.compression == Compression::Bf16 ? train::GradCompression::Bf16
+                                                               : train::GradCompression::None;
+  return ddp;
+}
+
+/// Loss and time since the last progress line; step times of the whole run.
+struct Progress {
+  double loss_sum = 0;
+  std::int64_t steps = 0;
+  std::int64_t samples = 0;
+  double comm_seconds_at_start = 0;
+  Clock::time_point start = Clock::now();
+  std::vector<double> step_seconds;
+};
+
+class Trainer {
+ public:
+  Trainer(const Options& options, Communicator& comm)
+      : options_(options),
+        comm_(comm),
+        task_(make_task(options)),
+        optimizer_(task_->make_optimizer(options.lr)),
+        sampler_(task_->train_size(), comm.rank(), comm.size(), options.seed) {
+    restore();
+    // Without synchronisation the replicas start equal from the same seed (or checkpoint).
+    if (!options_.no_sync) {
+      ddp_ = std::make_unique<train::DistributedDataParallel>(task_->module(), comm_,
+                                                              ddp_options(options_));
+    }
+  }
+
+  void train() {
+    say("model: " + task_->describe() + "; " + std::to_string(comm_.size()) + " ranks x batch " +
+        std::to_string(options_.batch) + (options_.no_sync ? ", no gradient sync" : ""));
+    while (next_epoch_if_done()) {
+      if (options_.steps > 0 && step_ >= options_.steps) break;
+      const auto indices = sampler_.next_batch(static_cast<std::size_t>(options_.batch));
+      train_step(indices);
+      if (step_ % options_.log_every == 0) log_progress();
+      if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) save();
+    }
+    if (progress_.steps > 0) log_progress();
+    if (!options_.checkpoint.empty()) save();
+    summarize();
+  }
+
+  void evaluate() {
+    torch::NoGradGuard no_grad;
+    const auto [first, last] = train::eval_shard(task_->test_size(), comm_.rank(), comm_.size());
+    train::EvalSums sums;
+    const std::size_t chunk = 500;
+    for (std::size_t begin = first; begin < last; begin += chunk) {
+      std::vector<std::size_t> indices(std::min(chunk, last - begin));
+      std::iota(indices.begin(), indices.end(), begin);
+      const Batch batch = task_->batch(indices, false);
+      const auto logits = task_->forward(batch.input);
+      sums.loss_sum += torch::nn::functional::cross_entropy(
+                           logits, batch.target,
+                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                           .item<double>();
+      sums.correct += logits.argmax(1).eq(batch.target).sum().item<std::int64_t>();
+      sums.count += batch.target.numel();
+    }
+    const train::EvalResult result = train::all_reduce_eval(comm_, sums);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "test: %lld %s, accuracy %.4f, mean loss %.4f, perplexity %.3f",
+                  static_cast<long long>(result.count),
+                  options_.model == ModelKind::Mlp ? "images" : "characters", result.accuracy,
+                  result.mean_loss, result.perplexity);
+    say(line);
+  }
+
+ private:
+  /// Moves to the next epoch when the current one is exhausted; false when training is over.
+  bool next_epoch_if_done() {
+    if (!sampler_.epoch_done()) return true;
+    if (sampler_.epoch() + 1 >= static_cast<std::uint64_t>(options_.epochs)) return false;
+    sampler_.set_epoch(sampler_.epoch() + 1);
+    return true;
+  }
+
+  void train_step(const std::vector<std::size_t>& indices) {
+    const Batch batch = task_->batch(indices, true);
+    const auto start = Clock::now();
+    optimizer_->zero_grad();
+    const auto loss =
+        torch::nn::functional::cross_entropy(task_->forward(batch.input), batch.target);
+    if (ddp_) ddp_->prepare_for_backward(static_cast<std::int64_t>(indices.size()));
+    loss.backward();
+    if (ddp_) ddp_->finish_gradient_sync();
+    clip_gradients();
+    optimizer_->step();
+    if (ddp_) ddp_->after_optimizer_step();
+    progress_.step_seconds.push_back(seconds_since(start));
+    progress_.loss_sum += loss.item<double>();
+    progress_.steps += 1;
+    progress_.samples += static_cast<std::int64_t>(indices.size());
+    ++step_;
+  }
+
+  void clip_gradients() {
+    if (task_->clip_norm() <= 0) return;
+    if (ddp_) {
+      ddp_->clip_grad_norm(task_->clip_norm());
+    } else {
+      torch::nn::utils::clip_grad_norm_(task_->module()->parameters(), task_->clip_norm());
+    }
+  }
+
+  /// One line per interval: the ranks' mean loss (all-reduced), global samples/s and the
+  /// share of the interval rank 0 spent waiting for gradient communication.
+  void log_progress() {
+    std::array<double, 3> sums = {progress_.loss_sum, static_cast<double>(progress_.steps),
+                                  static_cast<double>(progress_.samples)};
+    comm_.all_reduce(sums.data(), sums.data(), sums.size(), DataType::Float64, ReduceOp::Sum);
+    const double elapsed = seconds_since(progress_.start);
+    const double comm_seconds = ddp_ ? ddp_->stats().seconds_communicating_exposed : 0.0;
+    char line[200];
+    std::snprintf(line, sizeof line, "epoch %llu step %lld loss %.9g samples/s %.1f comm %.1f%%",
+                  static_cast<unsigned long long>(sampler_.epoch()), static_cast<long long>(step_),
+                  sums[0] / sums[1], sums[2] / elapsed,
+                  100.0 * (comm_seconds - progress_.comm_seconds_at_start) / elapsed);
+    say(line);
+    progress_.loss_sum = 0;
+    progress_.steps = 0;
+    progress_.samples = 0;
+    progress_.comm_seconds_at_start = comm_seconds;
+    progress_.start = Clock::now();
+  }
+
+  /// Median step time (rank 0, warm-up left out) and the throughput it implies.
+  void summarize() {
+    auto times = progress_.step_seconds;
+    if (times.size() > 2 * kWarmupSteps) times.erase(times.begin(), times.begin() + kWarmupSteps);
+    if (times.empty()) return;
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    const double median = times[times.size() / 2];
+    char line[200];
+    std::snprintf(line, sizeof line, "summary steps=%lld samples_per_s=%.1f step_ms_median=%.2f",
+                  static_cast<long long>(step_),
+                  static_cast<double>(options_.batch * comm_.size()) / median, median * 1e3);
+    say(line);
+    if (ddp_) say(std::string("replicas equal: ") + (ddp_->verify_replicas() ? "yes" : "NO"));
+  }
+
+  void save() {
+    train::TrainingState state;
+    state.step = step_;
+    state.epoch = static_cast<std::int64_t>(sampler_.epoch());
+    state.extra["sampler_position"] = static_cast<std::int64_t>(sampler_.state().position);
+    train::save_checkpoint(options_.checkpoint, *task_->module(), *optimizer_, state, comm_);
+  }
+
+  void restore() {
+    if (!options_.resume || !std::filesystem::exists(options_.checkpoint)) return;
+    const auto state = train::load_checkpoint(options_.checkpoint, *task_->module(), *optimizer_);
+    step_ = state.step;
+    sampler_.load_state(
+        train::SamplerState{static_cast<std::uint64_t>(state.epoch),
+                            static_cast<std::uint64_t>(state.extra.at("sampler_position"))});
+    say("resumed from " + options_.checkpoint + " at step " + std::to_string(step_));
+  }
+
+  void say(const std::string& line) const {
+    if (comm_.rank() == 0) std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+
+  const Options& options_;
+  Communicator& comm_;
+  std::unique_ptr<Task> task_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<train::DistributedDataParallel> ddp_;
+  train::DistributedSampler sampler_;
+  std::int64_t step_ = 0;
+  Progress progress_;
+};
+
+}  // namespace
+
+void run_training(const Options& options, Communicator& comm) {
+  torch::set_num_threads(options.threads);
+  torch::manual_seed(options.seed);
+  Trainer trainer(options, comm);
+  trainer.train();
+  if (options.eval) trainer.evaluate();
+}
+
+}  // namespace chorus::train_tool
