@@ -1,4 +1,4 @@
-"""Runs a function on N ranks, each a forked process in its own process group.
+"""Runs a function on N ranks, each a fresh (spawned, not forked) process in its own process group.
 
     results = run_ranks(fn, world_size, backend="chorus", args=(...))
 
