@@ -5,6 +5,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup-debian.sh"
 jobs="$(nproc)"
+# Tests that fail on purpose make the flight recorder dump; keep those dumps out of /tmp.
+export CHORUS_TRACE_DIR="$root/build/traces"
+mkdir -p "$CHORUS_TRACE_DIR"
 
 "$root/scripts/build.sh" "$root/build" -DCHORUS_WITH_TORCH=ON
 (cd "$root/build" && ctest --output-on-failure -j "$jobs" --timeout 300)
