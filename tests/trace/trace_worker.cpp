@@ -3,8 +3,13 @@
 // which does the barrier and the first all-reduce, then sits in application
 // code (a long sleep) instead of calling the second. The others time out
 // (CHORUS_TIMEOUT), dump their flight records and exit 1.
+//
+// The waiting ranks ignore SIGTERM: chorusrun stops the job when the first of
+// them fails, and the others must still reach their own timeout and dump (they
+// do within the launcher's grace period, after which it sends SIGKILL).
 #include <chorus/communicator.hpp>
 
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +19,7 @@ int main(int argc, char** argv) {
   const int skip = argc > 1 ? std::atoi(argv[1]) : -1;
   try {
     chorus::Communicator comm = chorus::Communicator::init_from_env();
+    if (comm.rank() != skip) std::signal(SIGTERM, SIG_IGN);
     comm.barrier();
     for (int i = 0; i < 2; ++i) {
       if (comm.rank() == skip && i == 1) {
