@@ -8,12 +8,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <cctype>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -99,6 +99,18 @@ std::vector<pid_t> wait_for_ranks(pid_t job, const TrialPlan& plan, const fs::pa
   return {};
 }
 
+/// Whether `sentence` names "rank <rank>" as a whole number ("rank 1" is not in "rank 12").
+bool names_rank(const std::string& sentence, int rank) {
+  const std::string word = "rank " + std::to_string(rank);
+  for (auto at = sentence.find(word); at != std::string::npos; at = sentence.find(word, at + 1)) {
+    const std::size_t end = at + word.size();
+    if (end == sentence.size() || !std::isdigit(static_cast<unsigned char>(sentence[end]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Checks what survivor `rank` wrote; adds its detection time or a problem.
 void check_survivor(int rank, const TrialPlan& plan, const fs::path& dir, long long killed_ns,
                     TrialResult* result) {
@@ -114,11 +126,10 @@ void check_survivor(int rank, const TrialPlan& plan, const fs::path& dir, long l
   std::getline(in >> std::ws, sentence);
   result->sentences.push_back("rank " + std::to_string(rank) + ": " + sentence);
   double ms = (detected_ns - killed_ns) / 1e6;
-  std::regex names_victim("rank " + std::to_string(plan.victim) + "\\b");
   if (status != kRemoteError && status != kTimeout) {
     result->problems.push_back(who + "failed with status " + std::to_string(status) + ": " +
                                sentence);
-  } else if (!std::regex_search(sentence, names_victim)) {
+  } else if (!names_rank(sentence, plan.victim)) {
     result->problems.push_back(who + "the error does not name the victim: " + sentence);
   } else if (ms > kDetectLimitMs || ms < 0) {
     result->problems.push_back(who + "detected after " + std::to_string(ms) + " ms: " + sentence);
