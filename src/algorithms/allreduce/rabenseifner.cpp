@@ -13,6 +13,7 @@
 // it into its own, and gets the result back at the end
 // (patterns/recursive_doubling.hpp). The extras cost one more buffer transfer
 // each way.
+#include "algorithms/allreduce/fold.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/patterns/recursive_doubling.hpp"
@@ -23,30 +24,12 @@ namespace chorus::algorithms {
 void allreduce_rabenseifner(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   const auto plan = patterns::recursive_doubling(transport.rank(), transport.size());
-  const std::size_t bytes = bytes_of(args.count, args.dtype);
   RequestSet requests(transport, args);
-  if (plan.is_extra) {
-    // Two waits: in place, the receive writes the buffer the send reads.
-    requests.send(plan.fold_partner, args.send, bytes);
-    requests.wait();
-    requests.recv(plan.fold_partner, args.recv, bytes);
-    requests.wait();
-    return;
-  }
-  copy_elements(args.recv, args.send, args.count, args.dtype);
-  if (plan.fold_partner >= 0) {
-    Scratch incoming(args.count, args.dtype);
-    requests.recv(plan.fold_partner, incoming.data(), bytes);
-    requests.wait();
-    reduce_into(args.recv, args.recv, incoming.data(), args.count, args.dtype, args.op);
-  }
+  if (fold_in_extra_rank(requests, args, plan)) return;
   const CoreGroups groups{args.count, 1, plan.core_size};
   halving_reduce_scatter_pass(transport, args, args.recv, groups);
   doubling_allgather_pass(transport, args, args.recv, groups);
-  if (plan.fold_partner >= 0) {
-    requests.send(plan.fold_partner, args.recv, bytes);
-    requests.wait();
-  }
+  fold_out_extra_rank(requests, args, plan);
 }
 
 }  // namespace chorus::algorithms

@@ -14,6 +14,7 @@
 // the result back) — patterns/recursive_doubling.hpp.
 #include "algorithms/patterns/recursive_doubling.hpp"
 
+#include "algorithms/allreduce/fold.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "core/reduce.hpp"
@@ -25,30 +26,14 @@ void allreduce_recursive_doubling(transport::Transport& transport, const Collect
   const auto plan = patterns::recursive_doubling(transport.rank(), transport.size());
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   RequestSet requests(transport, args);
-  if (plan.is_extra) {
-    // Two waits: in place, the receive writes the buffer the send reads.
-    requests.send(plan.fold_partner, args.send, bytes);
-    requests.wait();
-    requests.recv(plan.fold_partner, args.recv, bytes);
-    requests.wait();
-    return;
-  }
+  if (fold_in_extra_rank(requests, args, plan)) return;
   Scratch incoming(args.count, args.dtype);
-  copy_elements(args.recv, args.send, args.count, args.dtype);
-  if (plan.fold_partner >= 0) {
-    requests.recv(plan.fold_partner, incoming.data(), bytes);
-    requests.wait();
-    reduce_into(args.recv, args.recv, incoming.data(), args.count, args.dtype, args.op);
-  }
   for (int round = 0; round < plan.rounds; ++round) {
     int partner = patterns::recursive_doubling_partner(transport.rank(), round);
     requests.exchange(partner, args.recv, bytes, partner, incoming.data(), bytes);
     reduce_into(args.recv, args.recv, incoming.data(), args.count, args.dtype, args.op);
   }
-  if (plan.fold_partner >= 0) {
-    requests.send(plan.fold_partner, args.recv, bytes);
-    requests.wait();
-  }
+  fold_out_extra_rank(requests, args, plan);
 }
 
 }  // namespace chorus::algorithms
