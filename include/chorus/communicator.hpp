@@ -119,57 +119,29 @@ class CHORUS_EXPORT Communicator {
   Request irecv_any(void* buf, std::size_t count, DataType dtype, int tag);
   Request ibarrier();
 
-  // Blocking forms.
-  void all_reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op) {
-    iall_reduce(send, recv, count, dtype, op).wait();
-  }
-  void broadcast(const void* send, void* recv, std::size_t count, DataType dtype, int root) {
-    ibroadcast(send, recv, count, dtype, root).wait();
-  }
-  void reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op, int root) {
-    ireduce(send, recv, count, dtype, op, root).wait();
-  }
-  void all_gather(const void* send, void* recv, std::size_t send_count, DataType dtype) {
-    iall_gather(send, recv, send_count, dtype).wait();
-  }
+  // Blocking forms: the calling thread runs the operation itself (no hand-off to the
+  // communicator's worker thread) once the operations issued before it are done.
+  void all_reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op);
+  void broadcast(const void* send, void* recv, std::size_t count, DataType dtype, int root);
+  void reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+              int root);
+  void all_gather(const void* send, void* recv, std::size_t send_count, DataType dtype);
   void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
-                      ReduceOp op) {
-    ireduce_scatter(send, recv, recv_count, dtype, op).wait();
-  }
-  void gather(const void* send, void* recv, std::size_t send_count, DataType dtype, int root) {
-    igather(send, recv, send_count, dtype, root).wait();
-  }
-  void scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype, int root) {
-    iscatter(send, recv, recv_count, dtype, root).wait();
-  }
-  void all_to_all(const void* send, void* recv, std::size_t count, DataType dtype) {
-    iall_to_all(send, recv, count, dtype).wait();
-  }
+                      ReduceOp op);
+  void gather(const void* send, void* recv, std::size_t send_count, DataType dtype, int root);
+  void scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype, int root);
+  void all_to_all(const void* send, void* recv, std::size_t count, DataType dtype);
   void all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
                     std::span<const std::size_t> send_displs, void* recv,
                     std::span<const std::size_t> recv_counts,
-                    std::span<const std::size_t> recv_displs, DataType dtype) {
-    iall_to_all_v(send, send_counts, send_displs, recv, recv_counts, recv_displs, dtype).wait();
-  }
-  void send(const void* buf, std::size_t count, DataType dtype, int peer) {
-    isend(buf, count, dtype, peer).wait();
-  }
-  void recv(void* buf, std::size_t count, DataType dtype, int peer) {
-    irecv(buf, count, dtype, peer).wait();
-  }
-  void send(const void* buf, std::size_t count, DataType dtype, int peer, int tag) {
-    isend(buf, count, dtype, peer, tag).wait();
-  }
-  void recv(void* buf, std::size_t count, DataType dtype, int peer, int tag) {
-    irecv(buf, count, dtype, peer, tag).wait();
-  }
+                    std::span<const std::size_t> recv_displs, DataType dtype);
+  void send(const void* buf, std::size_t count, DataType dtype, int peer);
+  void recv(void* buf, std::size_t count, DataType dtype, int peer);
+  void send(const void* buf, std::size_t count, DataType dtype, int peer, int tag);
+  void recv(void* buf, std::size_t count, DataType dtype, int peer, int tag);
   /// Blocking any-source receive; returns the sender's rank.
-  int recv_any(void* buf, std::size_t count, DataType dtype, int tag) {
-    Request request = irecv_any(buf, count, dtype, tag);
-    request.wait();
-    return request.source();
-  }
-  void barrier() { ibarrier().wait(); }
+  int recv_any(void* buf, std::size_t count, DataType dtype, int tag);
+  void barrier();
 
   /// Name of the algorithm the last collective issued on this rank ran ("" if none).
   std::string last_algorithm() const;

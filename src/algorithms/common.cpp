@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 namespace chorus::algorithms {
 
@@ -23,8 +24,73 @@ void rotate_blocks(void* dst, const void* src, int first, int nblocks, std::size
   copy_elements(element_at(dst, tail, dtype), src, head, dtype);
 }
 
-Scratch::Scratch(std::size_t count, DataType dtype)
-    : data_(std::make_unique_for_overwrite<std::byte[]>(bytes_of(count, dtype))), dtype_(dtype) {}
+namespace {
+
+/// Buffers of finished Scratch objects on this thread (an algorithm call runs on one thread):
+/// at most kMaxBuffers, none over kMaxBufferBytes; the largest are kept.
+class ScratchPool {
+ public:
+  ScratchPool() { free_.reserve(kMaxBuffers + 1); }  // give() never allocates: it runs in destructors
+  std::unique_ptr<std::byte[]> take(std::size_t bytes, std::size_t* allocated) {
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+    }
+    if (best == free_.end()) {
+      *allocated = bytes;
+      return std::make_unique_for_overwrite<std::byte[]>(bytes);
+    }
+    *allocated = best->bytes;
+    std::unique_ptr<std::byte[]> data = std::move(best->data);
+    free_.erase(best);
+    return data;
+  }
+  void give(std::unique_ptr<std::byte[]> data, std::size_t bytes) {
+    if (!data || bytes > kMaxBufferBytes) return;
+    free_.push_back(Free{bytes, std::move(data)});
+    if (free_.size() <= kMaxBuffers) return;
+    auto smallest = std::min_element(free_.begin(), free_.end(),
+                                     [](const Free& a, const Free& b) { return a.bytes < b.bytes; });
+    free_.erase(smallest);
+  }
+
+ private:
+  static constexpr std::size_t kMaxBuffers = 4;
+  static constexpr std::size_t kMaxBufferBytes = std::size_t{256} << 20;
+  struct Free {
+    std::size_t bytes;
+    std::unique_ptr<std::byte[]> data;
+  };
+  std::vector<Free> free_;
+};
+
+ScratchPool& scratch_pool() {
+  thread_local ScratchPool pool;
+  return pool;
+}
+
+}  // namespace
+
+Scratch::Scratch(std::size_t count, DataType dtype) : dtype_(dtype) {
+  data_ = scratch_pool().take(bytes_of(count, dtype), &allocated_);
+}
+
+Scratch::~Scratch() { scratch_pool().give(std::move(data_), allocated_); }
+
+Scratch::Scratch(Scratch&& other) noexcept
+    : data_(std::move(other.data_)), allocated_(other.allocated_), dtype_(other.dtype_) {
+  other.allocated_ = 0;
+}
+
+Scratch& Scratch::operator=(Scratch&& other) noexcept {
+  if (this == &other) return *this;
+  scratch_pool().give(std::move(data_), allocated_);
+  data_ = std::move(other.data_);
+  allocated_ = other.allocated_;
+  dtype_ = other.dtype_;
+  other.allocated_ = 0;
+  return *this;
+}
 
 RequestSet::~RequestSet() {
   if (ids_.empty()) return;

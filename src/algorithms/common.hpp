@@ -32,16 +32,21 @@ void rotate_blocks(void* dst, const void* src, int first, int nblocks, std::size
                    DataType dtype);
 
 /// An uninitialised byte buffer owned by one algorithm call. Its start is
-/// aligned for every dtype.
+/// aligned for every dtype. Buffers come from and go back to a small per-thread
+/// pool, so a collective called again does not fault in fresh pages each time.
 class Scratch {
  public:
   Scratch() = default;
   Scratch(std::size_t count, DataType dtype);
+  ~Scratch();
+  Scratch(Scratch&& other) noexcept;
+  Scratch& operator=(Scratch&& other) noexcept;
   std::byte* data() { return data_.get(); }
   std::byte* at(std::size_t index) { return element_at(data_.get(), index, dtype_); }
 
  private:
   std::unique_ptr<std::byte[]> data_;
+  std::size_t allocated_ = 0;
   DataType dtype_ = DataType::Uint8;
 };
 

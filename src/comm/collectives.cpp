@@ -1,4 +1,4 @@
-// The non-blocking operations: validate, stamp the fingerprint, queue.
+// The operations: validate, stamp the fingerprint, queue; the blocking forms then wait.
 #include "comm/comm_state.hpp"
 #include "comm/run_collective.hpp"
 #include "comm/validate.hpp"
@@ -14,6 +14,29 @@ constexpr int kAnySource = -1;  ///< submit_point_to_point's peer for irecv_any
 
 using algorithms::CollectiveArgs;
 using detail::CommState;
+using Start = detail::Executor::Start;
+
+/// Set while a blocking form issues its operation: the caller waits on it at once and runs
+/// it itself, so the worker thread is not woken for it.
+thread_local bool issuing_blocking = false;
+
+Start start_for_caller() { return issuing_blocking ? Start::ByCaller : Start::Background; }
+
+/// Issues one operation as blocking (see issuing_blocking), then waits for it.
+template <typename Issue>
+Request run_blocking(Issue issue) {
+  Request request;
+  issuing_blocking = true;
+  try {
+    request = issue();
+  } catch (...) {
+    issuing_blocking = false;
+    throw;
+  }
+  issuing_blocking = false;
+  request.wait();
+  return request;
+}
 
 CommState& live(const std::shared_ptr<CommState>& state) {
   if (!state) throw Error(Status::InvalidUsage, "empty communicator handle");
@@ -60,7 +83,7 @@ Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
   std::lock_guard lock(s.issue_mutex);
   args.fingerprint = fingerprint_of(args, ++s.collective_seq);
   return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); },
-                                    detail::OpDescription{args.fingerprint}));
+                                    detail::OpDescription{args.fingerprint}, start_for_caller()));
 }
 
 CollectiveArgs make(Collective c, const void* send, void* recv, std::size_t count, DataType dtype,
@@ -120,7 +143,7 @@ Request submit_point_to_point(const std::shared_ptr<CommState>& state, Collectiv
                                      : s.transport->post_recv(peer, data, bytes, fp);
         return detail::Posted{{id}, deadline_after(s.config.timeout), source};
       },
-      detail::OpDescription{fp, peer}));
+      detail::OpDescription{fp, peer}, start_for_caller()));
 }
 
 }  // namespace
@@ -200,6 +223,78 @@ Request Communicator::irecv_any(void* buf, std::size_t count, DataType dtype, in
 
 Request Communicator::ibarrier() {
   return submit(state_, make(Collective::Barrier, nullptr, nullptr, 0, DataType::Uint8));
+}
+
+void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                              ReduceOp op) {
+  run_blocking([&] { return iall_reduce(send, recv, count, dtype, op); });
+}
+
+void Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType dtype,
+                             int root) {
+  run_blocking([&] { return ibroadcast(send, recv, count, dtype, root); });
+}
+
+void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                          ReduceOp op, int root) {
+  run_blocking([&] { return ireduce(send, recv, count, dtype, op, root); });
+}
+
+void Communicator::all_gather(const void* send, void* recv, std::size_t send_count,
+                              DataType dtype) {
+  run_blocking([&] { return iall_gather(send, recv, send_count, dtype); });
+}
+
+void Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
+                                  DataType dtype, ReduceOp op) {
+  run_blocking([&] { return ireduce_scatter(send, recv, recv_count, dtype, op); });
+}
+
+void Communicator::gather(const void* send, void* recv, std::size_t send_count, DataType dtype,
+                          int root) {
+  run_blocking([&] { return igather(send, recv, send_count, dtype, root); });
+}
+
+void Communicator::scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
+                           int root) {
+  run_blocking([&] { return iscatter(send, recv, recv_count, dtype, root); });
+}
+
+void Communicator::all_to_all(const void* send, void* recv, std::size_t count, DataType dtype) {
+  run_blocking([&] { return iall_to_all(send, recv, count, dtype); });
+}
+
+void Communicator::all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
+                                std::span<const std::size_t> send_displs, void* recv,
+                                std::span<const std::size_t> recv_counts,
+                                std::span<const std::size_t> recv_displs, DataType dtype) {
+  run_blocking([&] {
+    return iall_to_all_v(send, send_counts, send_displs, recv, recv_counts, recv_displs, dtype);
+  });
+}
+
+void Communicator::send(const void* buf, std::size_t count, DataType dtype, int peer) {
+  run_blocking([&] { return isend(buf, count, dtype, peer); });
+}
+
+void Communicator::recv(void* buf, std::size_t count, DataType dtype, int peer) {
+  run_blocking([&] { return irecv(buf, count, dtype, peer); });
+}
+
+void Communicator::send(const void* buf, std::size_t count, DataType dtype, int peer, int tag) {
+  run_blocking([&] { return isend(buf, count, dtype, peer, tag); });
+}
+
+void Communicator::recv(void* buf, std::size_t count, DataType dtype, int peer, int tag) {
+  run_blocking([&] { return irecv(buf, count, dtype, peer, tag); });
+}
+
+int Communicator::recv_any(void* buf, std::size_t count, DataType dtype, int tag) {
+  return run_blocking([&] { return irecv_any(buf, count, dtype, tag); }).source();
+}
+
+void Communicator::barrier() {
+  run_blocking([&] { return ibarrier(); });
 }
 
 }  // namespace chorus

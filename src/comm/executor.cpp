@@ -46,7 +46,8 @@ std::shared_ptr<Executor> Executor::create(FailureHook on_failure, transport::Tr
 
 Executor::~Executor() { drain_and_stop(); }
 
-std::shared_ptr<RequestState> Executor::enqueue(Item item, const std::optional<OpDescription>& op) {
+std::shared_ptr<RequestState> Executor::enqueue(Item item, const std::optional<OpDescription>& op,
+                                                Start start) {
   item.request = std::make_shared<RequestState>();
   item.request->executor = weak_from_this();
   auto request = item.request;
@@ -59,17 +60,24 @@ std::shared_ptr<RequestState> Executor::enqueue(Item item, const std::optional<O
     interrupt = waiting_in_transport_;
   }
   if (interrupt) transport_->interrupt();
-  changed_.notify_all();
+  if (start == Start::Background) work_.notify_one();
   return request;
 }
 
-std::shared_ptr<RequestState> Executor::submit(Work work, const std::optional<OpDescription>& op) {
-  return enqueue(Item{std::move(work), nullptr, nullptr}, op);
+std::shared_ptr<RequestState> Executor::submit(Work work, const std::optional<OpDescription>& op,
+                                               Start start) {
+  return enqueue(Item{std::move(work), nullptr, nullptr}, op, start);
 }
 
 std::shared_ptr<RequestState> Executor::submit_posted(Post post,
-                                                      const std::optional<OpDescription>& op) {
-  return enqueue(Item{nullptr, std::move(post), nullptr}, op);
+                                                      const std::optional<OpDescription>& op,
+                                                      Start start) {
+  return enqueue(Item{nullptr, std::move(post), nullptr}, op, start);
+}
+
+void Executor::step_done() {
+  changed_.notify_all();
+  if (helpers_ == 0 && (has_work() || stopping_)) work_.notify_one();
 }
 
 void Executor::record_end(const RequestState& request, Status status, const std::string& message) {
@@ -132,7 +140,7 @@ void Executor::run_work(std::unique_lock<std::mutex>& lock, Item item) {
   if (outcome.failed()) dump_after_failure(lock, outcome.status);
   finish(item.request, outcome.status, std::move(outcome.message));
   running_ = false;
-  changed_.notify_all();
+  step_done();
 }
 
 void Executor::post_work(std::unique_lock<std::mutex>& lock, Item item) {
@@ -160,7 +168,7 @@ void Executor::post_work(std::unique_lock<std::mutex>& lock, Item item) {
     in_flight_.push_back(InFlight{std::move(posted), std::move(item.request)});
   }
   running_ = false;
-  changed_.notify_all();
+  step_done();
 }
 
 void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) {
@@ -199,15 +207,13 @@ void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) 
   in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(retired));
   running_ = false;
   waiting_in_transport_ = false;
-  changed_.notify_all();
+  step_done();
 }
 
 void Executor::worker_loop() {
   std::unique_lock lock(mutex_);
   while (true) {
-    changed_.wait(lock, [&] {
-      return (stopping_ && idle()) || (!running_ && (!queue_.empty() || !in_flight_.empty()));
-    });
+    work_.wait(lock, [&] { return (stopping_ && idle()) || (!running_ && has_work()); });
     if (step(lock)) continue;
     if (stopping_ && idle()) return;
   }
@@ -216,12 +222,20 @@ void Executor::worker_loop() {
 bool Executor::wait(RequestState& request, std::optional<std::chrono::milliseconds> timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout.value_or(std::chrono::hours(24 * 365));
   std::unique_lock lock(mutex_);
-  while (!request.done) {
+  if (timeout) {
     // Only an unbounded wait helps: running an operation inline could outlast `timeout`.
-    if (!timeout && step(lock)) continue;
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !request.done) {
-      return false;
+    return changed_.wait_until(lock, deadline, [&] { return request.done; });
+  }
+  struct Helping {  // what is left when this waiter leaves is the worker's again
+    Executor& e;
+    explicit Helping(Executor& executor) : e(executor) { ++e.helpers_; }
+    ~Helping() {
+      if (--e.helpers_ == 0 && e.has_work()) e.work_.notify_one();
     }
+  } helping(*this);
+  while (!request.done) {
+    if (step(lock)) continue;
+    changed_.wait(lock);
   }
   return true;
 }
@@ -236,6 +250,7 @@ void Executor::drain_and_stop() {
   if (!worker_.joinable()) return;
   stopping_ = true;
   changed_.notify_all();
+  work_.notify_one();
   changed_.wait(lock, [&] { return idle(); });
   lock.unlock();
   worker_.join();

@@ -67,10 +67,16 @@ class Executor : public std::enable_shared_from_this<Executor> {
                                           std::unique_ptr<FlightRecorder> recorder = nullptr);
   ~Executor();
 
+  /// Who starts a queued operation: the worker thread (a non-blocking call, which must make
+  /// progress while its caller computes), or the caller, which waits on it at once (a blocking
+  /// call: waking the worker would only cost a thread hand-off and a core).
+  enum class Start { Background, ByCaller };
   /// `op` describes the operation for the flight recorder (not recorded without it).
-  std::shared_ptr<RequestState> submit(Work work, const std::optional<OpDescription>& op = {});
+  std::shared_ptr<RequestState> submit(Work work, const std::optional<OpDescription>& op = {},
+                                       Start start = Start::Background);
   std::shared_ptr<RequestState> submit_posted(Post post,
-                                              const std::optional<OpDescription>& op = {});
+                                              const std::optional<OpDescription>& op = {},
+                                              Start start = Start::Background);
   /// Waits until `request` is done or `timeout` passed. Without a timeout the
   /// caller runs queued operations itself while nobody else does. True when done.
   bool wait(RequestState& request, std::optional<std::chrono::milliseconds> timeout);
@@ -97,7 +103,8 @@ class Executor : public std::enable_shared_from_this<Executor> {
   Executor(FailureHook on_failure, transport::Transport* transport,
            std::unique_ptr<FlightRecorder> recorder)
       : on_failure_(std::move(on_failure)), transport_(transport), recorder_(std::move(recorder)) {}
-  std::shared_ptr<RequestState> enqueue(Item item, const std::optional<OpDescription>& op);
+  std::shared_ptr<RequestState> enqueue(Item item, const std::optional<OpDescription>& op,
+                                        Start start);
   /// Takes one step if none is running: posts the head, runs it, or progresses
   /// what is in flight. Call with `lock` held; returns with it held. True when it did something.
   bool step(std::unique_lock<std::mutex>& lock);
@@ -113,6 +120,10 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// released (the failed requests are recorded, not yet complete). Returns with it held.
   void dump_after_failure(std::unique_lock<std::mutex>& lock, Status status);
   bool idle() const { return !running_ && queue_.empty() && in_flight_.empty(); }
+  bool has_work() const { return !queue_.empty() || !in_flight_.empty(); }
+  /// After a step: wakes the waiters, and the worker when work is left that no helping
+  /// waiter will take. Call with the mutex held.
+  void step_done();
   void worker_loop();
 
   FailureHook on_failure_;
@@ -120,7 +131,9 @@ class Executor : public std::enable_shared_from_this<Executor> {
   std::unique_ptr<FlightRecorder> recorder_;  ///< guarded by mutex_ (but note_algorithm)
   bool failure_dumped_ = false;
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable changed_;  ///< a step ended: waiters check their requests
+  std::condition_variable work_;     ///< the worker's own: work no caller is helping with
+  int helpers_ = 0;                  ///< threads in an unbounded wait(), which run steps
   std::deque<Item> queue_;
   std::deque<InFlight> in_flight_;
   bool running_ = false;

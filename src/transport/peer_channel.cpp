@@ -161,11 +161,19 @@ void PeerChannel::route() {
 
 /// Room in the buffer of the message being buffered, grown (doubling from 1 MiB) as its
 /// bytes arrive, so a header alone never makes us allocate more than 1 MiB (fuzzing found
-/// the up-front allocation: one 40-byte header asked for 64 GiB).
+/// the up-front allocation: one 40-byte header asked for 64 GiB). The first buffer is the
+/// spare one when there is one (recycle()), so steady traffic does not fault in fresh pages.
 std::size_t PeerChannel::grow_buffered() {
   constexpr std::size_t kFirstBufferBytes = std::size_t{1} << 20;
   Buffered& entry = unexpected_.back();
   const std::size_t bytes = entry.header.payload_bytes, done = incoming_.payload_done;
+  if (done == entry.capacity && entry.capacity == 0 && spare_) {
+    entry.allocated = spare_bytes_;
+    entry.payload = std::move(spare_);
+    spare_bytes_ = 0;
+    entry.capacity = std::min(bytes, entry.allocated);
+    incoming_.destination = entry.payload.get();
+  }
   if (done == entry.capacity) {
     std::size_t capacity = std::min(bytes, std::max(kFirstBufferBytes, 2 * entry.capacity));
     std::unique_ptr<std::byte[]> bigger;
@@ -177,9 +185,18 @@ std::size_t PeerChannel::grow_buffered() {
     if (done > 0) std::memcpy(bigger.get(), entry.payload.get(), done);
     entry.payload = std::move(bigger);
     entry.capacity = capacity;
+    entry.allocated = capacity;
     incoming_.destination = entry.payload.get();
   }
   return entry.capacity - done;
+}
+
+/// Keeps the largest buffer up to kMaxSpareBytes for the next early message.
+void PeerChannel::recycle(std::unique_ptr<std::byte[]> buffer, std::size_t allocated) {
+  constexpr std::size_t kMaxSpareBytes = std::size_t{64} << 20;
+  if (!buffer || allocated <= spare_bytes_ || allocated > kMaxSpareBytes) return;
+  spare_ = std::move(buffer);
+  spare_bytes_ = allocated;
 }
 
 /// A PROBE carries nothing but its header; its collective must be one we know.

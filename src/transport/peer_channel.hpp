@@ -111,7 +111,8 @@ class PeerChannel {
     std::unique_ptr<std::byte[]> payload;
     bool complete = false;
     std::uint64_t stamp = 0;   ///< arrival order across channels
-    std::size_t capacity = 0;  ///< bytes `payload` holds (grows as the message arrives)
+    std::size_t capacity = 0;   ///< bytes of `payload` in use (grows as the message arrives)
+    std::size_t allocated = 0;  ///< bytes `payload` holds (>= capacity when it was the spare)
   };
   /// Where the receive chosen for a message is queued.
   struct Choice {
@@ -133,6 +134,8 @@ class PeerChannel {
   void route();
   void route_probe(const FrameHeader& header);
   std::size_t grow_buffered();
+  void recycle(std::unique_ptr<std::byte[]> buffer, std::size_t allocated);
+  void adopt_incoming();
   void finish_frame(PendingMap& pending);
   /// match_buffered() for the message that just completed (the newest buffered one).
   void match_newest(PendingMap& pending);
@@ -154,6 +157,8 @@ class PeerChannel {
   AnySourceRecvs* any_;
   std::deque<PostedRecv> recvs_;  ///< receives naming this peer, not yet matched, posting order
   std::deque<Buffered> unexpected_;
+  std::unique_ptr<std::byte[]> spare_;  ///< a finished early message's buffer, for the next one
+  std::size_t spare_bytes_ = 0;
   std::uint64_t arrivals_ = 0;  ///< stamps buffered messages when there is no shared clock
   bool recv_posted_ = false;    ///< a receive was posted since match_buffered() last ran
   Incoming incoming_;

@@ -71,6 +71,26 @@ void PeerChannel::match_buffered(PendingMap& pending) {
   for (auto it = unexpected_.begin(); it != unexpected_.end() && it->complete;) {
     it = hand_over(it, pending) ? unexpected_.erase(it) : it + 1;
   }
+  if (!unexpected_.empty() && !unexpected_.back().complete) adopt_incoming();
+}
+
+/// The message arriving now was buffered because its receive came late. If a receive naming
+/// this peer now waits for it, what arrived so far is copied there and the rest streams in
+/// directly (a large message is then copied once, not twice). Any-source receives are left to
+/// the complete-message path: they take the earliest complete arrival over all channels.
+void PeerChannel::adopt_incoming() {
+  Buffered& message = unexpected_.back();
+  Choice choice = choose(message.header);
+  if (choice.queue != &recvs_) return;
+  check_match((*choice.queue)[choice.index], message.header);
+  PostedRecv op = take(choice);
+  const std::size_t done = incoming_.payload_done;
+  if (done > 0) std::memcpy(op.data, message.payload.get(), done);
+  recycle(std::move(message.payload), message.allocated);
+  unexpected_.pop_back();
+  incoming_.target = Target::Posted;
+  incoming_.destination = op.data;
+  incoming_.recv = op;
 }
 
 /// By the invariant, a message that just completed is the only buffered one that may match.
@@ -85,6 +105,7 @@ bool PeerChannel::hand_over(std::deque<Buffered>::iterator message, PendingMap& 
   check_match((*choice.queue)[choice.index], message->header);
   PostedRecv op = take(choice);
   if (op.bytes > 0) std::memcpy(op.data, message->payload.get(), op.bytes);
+  recycle(std::move(message->payload), message->allocated);
   complete(op, pending);
   return true;
 }

@@ -19,18 +19,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kSpinTime = 30us;        ///< busy polling after the last progress
-constexpr int kYieldRounds = 8;         ///< then this many sched_yield() rounds
 constexpr auto kLivenessPeriod = 50ms;  ///< pid checks; also the longest sleep
 constexpr auto kAbortBudget = 250ms;    ///< time spent telling peers about a failure
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 std::string format_seconds(Clock::duration d) {
   double seconds = std::chrono::duration<double>(d).count();
@@ -45,8 +35,14 @@ ProgressEngine::ProgressEngine(int rank, int size, Topology topology,
                                std::vector<std::unique_ptr<Link>> links, Doorbell doorbell,
                                std::unique_ptr<shm::HostArena> arena)
     : rank_(rank), size_(size), topology_(std::move(topology)), doorbell_(doorbell) {
+  int ranks_on_host = 0;
+  for (int r = 0; r < size; ++r) ranks_on_host += topology_.same_host(rank, r) ? 1 : 0;
+  wait_policy_ = WaitPolicy::for_host(ranks_on_host);
   arena_ = std::move(arena);
-  if (arena_) arena_->set_watcher(this);
+  if (arena_) {
+    arena_->set_watcher(this);
+    arena_->set_wait_policy(wait_policy_);
+  }
   peers_.resize(size);
   sightings_.resize(size);
   for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {
@@ -178,8 +174,7 @@ bool ProgressEngine::pass(std::span<const RequestId> ids, Clock::time_point now,
 
 bool ProgressEngine::wait_loop(std::span<const RequestId> ids, Deadline until, bool interruptible) {
   check_probes(ids, /*only_news=*/false);
-  auto last_progress = Clock::now();
-  int yields = 0;
+  Backoff backoff(wait_policy_, Clock::now());
   for (;;) {
     bool moved = false;
     if (pass(ids, Clock::now(), &moved)) return true;
@@ -191,17 +186,15 @@ bool ProgressEngine::wait_loop(std::span<const RequestId> ids, Deadline until, b
     const auto now = Clock::now();
     if (now >= until) return false;
     maybe_probe(ids, now);
+    const Backoff::Action action = moved ? Backoff::Action::Spin : backoff.next(now);
     if (moved) {
-      last_progress = now;
-      yields = 0;
-    } else if (now - last_progress < kSpinTime) {
+      backoff.restart(now);
+    } else if (action == Backoff::Action::Spin) {
       cpu_relax();
-    } else if (yields < kYieldRounds) {
-      ++yields;
+    } else if (action == Backoff::Action::Yield) {
       sched_yield();
     } else if (sleep(std::min(until, next_liveness_), interruptible)) {
-      last_progress = Clock::now();
-      yields = 0;
+      backoff.restart(Clock::now());
     }
   }
 }

@@ -1,6 +1,7 @@
 // The in-process MemoryTransport that the algorithm sweep runs on must keep
 // the transport contract: FIFO per pair, buffering, mismatch and timeout
 // errors with sentences, abort reaching every rank, broken after a throw.
+#include "algorithms/common.hpp"
 #include "memory_transport.hpp"
 
 #include <chorus/error.hpp>
@@ -141,6 +142,33 @@ TEST(MemoryTransport, RunRanksReportsThrowingRanksAndReleasesTheOthers) {
     t.wait(std::span(&r, 1), Clock::now() + 10s);
   });
   EXPECT_EQ(failures.size(), 3u);
+}
+
+/// Scratch buffers return to a per-thread pool: a later call reuses the smallest one that
+/// fits (no fresh pages), two live buffers never share memory, and moves hand over ownership.
+TEST(Scratch, ReusesPooledBuffersWithoutSharingLiveOnes) {
+  std::thread([] {  // a fresh thread: an empty pool
+    using algorithms::Scratch;
+    std::byte* big_data = nullptr;
+    std::byte* small_data = nullptr;
+    {
+      Scratch big(1 << 20, DataType::Float32);
+      Scratch small(1 << 10, DataType::Float32);
+      big_data = big.data();
+      small_data = small.data();
+      ASSERT_NE(big_data, small_data);
+    }
+    Scratch again(1 << 12, DataType::Uint8);  // 4 KiB: fits both; the smaller is taken
+    EXPECT_EQ(again.data(), small_data);
+    Scratch larger(1 << 19, DataType::Float32);  // 2 MiB: only the big one fits
+    EXPECT_EQ(larger.data(), big_data);
+    Scratch fresh(1 << 10, DataType::Float32);  // nothing left in the pool
+    EXPECT_NE(fresh.data(), small_data);
+    EXPECT_NE(fresh.data(), big_data);
+    Scratch moved = std::move(fresh);
+    EXPECT_EQ(moved.at(0), moved.data());
+    EXPECT_EQ(fresh.data(), nullptr);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  }).join();
 }
 
 }  // namespace

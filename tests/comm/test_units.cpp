@@ -113,5 +113,40 @@ TEST(Executor, WaitForTimesOutAndDrainFinishesQueuedWork) {
   EXPECT_THROW(executor->submit([] {}), Error);
 }
 
+TEST(Executor, BlockingWorkRunsOnTheCallersThreadAndBackgroundWorkOnTheWorker) {
+  auto executor = Executor::create(nullptr, nullptr);
+  std::thread::id ran_on;
+  auto blocking = executor->submit([&] { ran_on = std::this_thread::get_id(); }, std::nullopt,
+                                   Executor::Start::ByCaller);
+  ASSERT_TRUE(executor->wait(*blocking, std::nullopt));
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+
+  // Nobody waits on background work: the worker must run it by itself.
+  std::atomic<bool> ran{false};
+  std::thread::id worker;
+  auto background = executor->submit([&] {
+    worker = std::this_thread::get_id();
+    ran = true;
+  });
+  for (int i = 0; i < 5000 && !ran; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(ran.load()) << "the worker did not run background work within 5 s";
+  ASSERT_TRUE(executor->wait(*background, std::nullopt));
+  EXPECT_NE(worker, std::this_thread::get_id());
+
+  // Blocking work queued behind background work runs after it, in order.
+  std::vector<int> order;
+  std::atomic<bool> release{false};
+  auto slow = executor->submit([&] {
+    while (!release) std::this_thread::yield();
+    order.push_back(1);
+  });
+  auto after = executor->submit([&] { order.push_back(2); }, std::nullopt,
+                                Executor::Start::ByCaller);
+  release = true;
+  ASSERT_TRUE(executor->wait(*after, std::nullopt));
+  EXPECT_TRUE(slow->done);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
 }  // namespace
 }  // namespace chorus::detail

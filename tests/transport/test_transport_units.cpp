@@ -7,6 +7,7 @@
 #include "transport/rank_info.hpp"
 #include "transport/shm/ring.hpp"
 #include "transport/shm/segment.hpp"
+#include "transport/wait_policy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -169,6 +170,45 @@ TEST(Segment, CreateOpenUnlink) {
   created.reset();
   { auto dropped = shm::Segment::create(name, 4096); }
   EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name)) << "the destructor unlinks";
+}
+
+TEST(WaitPolicy, PollsWithACoreEachAndYieldsAtOnceWhenOversubscribed) {
+  using std::chrono::microseconds;
+  const WaitPolicy own_core = WaitPolicy::for_counts(2, 2);
+  EXPECT_EQ(own_core.spin, microseconds(20));
+  EXPECT_EQ(own_core.yield, microseconds(30));
+  const WaitPolicy shared = WaitPolicy::for_counts(3, 2);
+  EXPECT_EQ(shared.spin, microseconds(0));
+  EXPECT_EQ(shared.yield, microseconds(1000));
+
+  const auto start = Clock::now();
+  Backoff backoff(own_core, start);
+  EXPECT_EQ(backoff.next(start + microseconds(5)), Backoff::Action::Spin);
+  EXPECT_EQ(backoff.next(start + microseconds(25)), Backoff::Action::Yield);
+  EXPECT_EQ(backoff.next(start + microseconds(60)), Backoff::Action::Sleep);
+  backoff.restart(start + microseconds(60));
+  EXPECT_EQ(backoff.next(start + microseconds(61)), Backoff::Action::Spin);
+  EXPECT_EQ(Backoff(shared, start).next(start), Backoff::Action::Yield);
+}
+
+TEST(WaitPolicy, EnvironmentOverridesAndRejectsMalformedValues) {
+  ::setenv("CHORUS_SPIN_US", "7", 1);
+  ::setenv("CHORUS_YIELD_US", "0", 1);
+  const WaitPolicy policy = WaitPolicy::for_host(1);
+  EXPECT_EQ(policy.spin, std::chrono::microseconds(7));
+  EXPECT_EQ(policy.yield, std::chrono::microseconds(0));
+  ::setenv("CHORUS_SPIN_US", "-3", 1);
+  EXPECT_THROW(WaitPolicy::for_host(1), Error);
+  ::setenv("CHORUS_SPIN_US", "12us", 1);
+  try {
+    WaitPolicy::for_host(1);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("CHORUS_SPIN_US"), std::string::npos) << e.what();
+  }
+  ::unsetenv("CHORUS_SPIN_US");
+  ::unsetenv("CHORUS_YIELD_US");
 }
 
 }  // namespace

@@ -17,8 +17,6 @@ using namespace std::chrono_literals;
 constexpr std::size_t kDefaultSlotBytes = std::size_t{4} << 20;
 constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
 constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
-constexpr auto kSpinTime = 20us;    ///< polling the flag before yielding
-constexpr int kYieldRounds = 16;    ///< then sched_yield() rounds
 constexpr auto kCheckPeriod = 1ms;  ///< watcher passes while waiting
 constexpr int kMaxSleepMs = 5;      ///< longest futex sleep
 
@@ -55,12 +53,6 @@ Fingerprint unpack(std::uint64_t seq, std::uint64_t count, std::uint64_t shape) 
   call.dtype = static_cast<std::uint8_t>((shape >> 8) & 0xff);
   call.op = static_cast<std::uint8_t>(shape & 0xff);
   return call;
-}
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
 }
 
 }  // namespace
@@ -181,12 +173,13 @@ void HostArena::fail(const Error& error) {
   throw error;
 }
 
-/// Spin, then yield, then sleep on the doorbell; the watcher runs every kCheckPeriod.
+/// Spin, then yield, then sleep on the doorbell (wait_policy_); the watcher runs every
+/// kCheckPeriod.
 void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
   const auto start = Clock::now();
   auto next_check = start;
   auto next_probe = start + kStallProbeDelay;
-  int yields = 0;
+  const Backoff backoff(wait_policy_, start);
   auto reached = [&] { return line(r).flag.load(std::memory_order_acquire) >= value; };
   while (!reached()) {
     const auto now = Clock::now();
@@ -201,10 +194,10 @@ void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
       fail(Error(Status::Timeout, "timed out waiting for rank " + std::to_string(r) +
                                       " in the host arena (" + describe(call_) + ")"));
     }
-    if (now - start < kSpinTime) {
+    const Backoff::Action action = backoff.next(now);
+    if (action == Backoff::Action::Spin) {
       cpu_relax();
-    } else if (yields < kYieldRounds) {
-      ++yields;
+    } else if (action == Backoff::Action::Yield) {
       sched_yield();
     } else {
       std::uint32_t sequence = doorbell_.arm();

@@ -32,6 +32,7 @@
 #include "core/deadline.hpp"
 #include "transport/doorbell.hpp"
 #include "transport/shm/segment.hpp"
+#include "transport/wait_policy.hpp"
 
 #include <chorus/error.hpp>
 
@@ -104,6 +105,8 @@ class HostArena {
   void wait_all(std::uint64_t value, Deadline deadline);
 
   void set_watcher(ArenaWatcher* watcher) { watcher_ = watcher; }
+  /// How wait_for polls, yields and sleeps (the transport's, chosen for this host).
+  void set_wait_policy(const WaitPolicy& policy) { wait_policy_ = policy; }
 
  private:
   HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes);
@@ -121,6 +124,7 @@ class HostArena {
   std::byte* slots_ = nullptr;
   Doorbell doorbell_;
   ArenaWatcher* watcher_ = nullptr;
+  WaitPolicy wait_policy_;
   Fingerprint call_;
   std::uint64_t round_ = 0;     ///< last round begun
   Fingerprint round_calls_[2];  ///< the call of round g is round_calls_[g % 2]
