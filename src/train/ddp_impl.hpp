@@ -14,10 +14,13 @@
 
 namespace chorus::train {
 
-/// One flat fp32 gradient bucket. Gradients are copied in (pre-scaled) by the hooks rather than
-/// being views into the bucket: a copy-in costs the same pass as the scaling it fuses, and the
-/// user's param.grad stays an ordinary tensor (zero_grad(set_to_none), manual grad edits and
-/// no_sync accumulation keep working without re-pointing views after every step).
+/// One flat fp32 gradient bucket. After a synchronised step each param.grad aliases its slice of
+/// the bucket (like PyTorch's gradient_as_bucket_view, but through shared storage rather than an
+/// autograd view, so optimizers may detach_() it), so the averaged gradients are never copied
+/// back and the next backward accumulates straight into the bucket; the hook then only scales
+/// in place. A param.grad that does not (or no longer) alias the bucket — the first step,
+/// zero_grad(set_to_none), a user's replacement, compression — is copied in, pre-scaled, in the
+/// same single pass.
 struct Bucket {
   std::vector<std::size_t> params;    ///< indices into Impl::params, in launch order
   std::vector<std::int64_t> offsets;  ///< element offset of params[k] inside flat

@@ -88,7 +88,9 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   const torch::Tensor& grad = params[param].grad();
   torch::NoGradGuard no_grad;
   auto dst = bucket.flat.narrow(0, bucket.offsets[slot], params[param].numel());
-  if (grad.defined()) {
+  if (grad.defined() && grad.data_ptr() == dst.data_ptr() && grad.is_contiguous()) {
+    dst.mul_(grad_scale());  // grad still aliases its bucket slice (see complete): scale in place
+  } else if (grad.defined()) {
     // One pass: dst = grad * (unit / total samples), the locally pre-scaled contribution.
     torch::mul_out(dst, grad.reshape(-1), torch::scalar_tensor(grad_scale(), torch::kFloat));
   } else {
@@ -167,10 +169,22 @@ void DistributedDataParallel::Impl::complete(Bucket& bucket) {
   bucket.launched = false;
   torch::NoGradGuard no_grad;
   if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
+  // Without compression the averaged gradients are handed over in place: each param.grad then
+  // aliases its slice of the bucket (no copy back): autograd then accumulates the next backward into them in place, and the
+  // hook finds them already in the bucket. A user who replaces or frees param.grad
+  // (zero_grad(set_to_none)) just gets a copy-in at the next hook.
+  const bool views = !bucket.wire.defined();
   for (std::size_t k = 0; k < bucket.params.size(); ++k) {
     torch::Tensor& p = params[bucket.params[k]];
     auto src = bucket.flat.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes());
-    if (p.grad().defined()) {
+    if (views) {
+      // Shares the bucket's storage without being an autograd view, so optimizers may still
+      // detach_() and zero_() it (libtorch's zero_grad does).
+      torch::Tensor alias = torch::empty({0}, bucket.flat.options());
+      alias.set_(bucket.flat.storage(), bucket.flat.storage_offset() + bucket.offsets[k],
+                 p.sizes(), src.strides());
+      p.mutable_grad() = alias;
+    } else if (p.grad().defined()) {
       p.mutable_grad().copy_(src);
     } else {
       p.mutable_grad() = src.clone();

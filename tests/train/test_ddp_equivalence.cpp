@@ -15,6 +15,10 @@ struct RunConfig {
   std::vector<int> sizes;  ///< rows of each global batch per rank
   bool adam = false;
   int micro = 1;  ///< micro-batches per step (the first micro - 1 inside no_sync)
+  /// Before odd steps, free every param.grad (like zero_grad(set_to_none)); before other
+  /// steps after the first, replace it with a fresh tensor: DDP's grads alias its buckets
+  /// after a step, and both must still give the same training.
+  bool replace_grads = false;
   DdpOptions options = small_buckets();
 
   static DdpOptions small_buckets() {
@@ -28,7 +32,11 @@ struct RunConfig {
 /// One rank's step: its rows of the global batch, split into micro-batches.
 void rank_step(DistributedDataParallel& ddp, torch::nn::SequentialImpl& seq,
                torch::optim::Optimizer& opt, const torch::Tensor& x, const torch::Tensor& y,
-               int micro) {
+               int micro, int replace) {
+  for (auto& p : seq.parameters()) {
+    if (replace == 1) p.mutable_grad() = torch::Tensor();
+    if (replace == 2 && p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  }
   opt.zero_grad();
   if (x.size(0) == 0) {
     ddp.prepare_for_backward(0);
@@ -62,8 +70,9 @@ std::vector<std::vector<torch::Tensor>> ddp_training(const Data& d, const RunCon
     const auto first = share_begin(c.sizes, rank);
     const auto count = c.sizes[static_cast<std::size_t>(rank)];
     for (std::size_t s = 0; s < d.x.size(); ++s) {
+      const int replace = !c.replace_grads || s == 0 ? 0 : s % 2 == 1 ? 1 : 2;
       rank_step(ddp, *model, *opt, d.x[s].narrow(0, first, count), d.y[s].narrow(0, first, count),
-                c.micro);
+                c.micro, replace);
     }
     EXPECT_TRUE(ddp.verify_replicas());
     result[static_cast<std::size_t>(rank)] = clone_params(*model);
@@ -88,6 +97,14 @@ TEST(DdpEquivalence, EqualSharesSgdOneToFourRanks) {
   expect_equivalent({{12, 12}}, 1e-5);
   expect_equivalent({{8, 8, 8}}, 1e-5);
   expect_equivalent({{6, 6, 6, 6}}, 1e-5);
+}
+
+TEST(DdpEquivalence, FreedOrReplacedGradientsBetweenSteps) {
+  RunConfig c{{5, 7}};
+  c.replace_grads = true;
+  expect_equivalent(c, 1e-5);
+  c.micro = 2;
+  expect_equivalent(c, 1e-5);
 }
 
 TEST(DdpEquivalence, UnequalSharesAreWeightedBySamples) {
