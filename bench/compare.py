@@ -11,6 +11,7 @@ Standard library only.
 """
 import argparse
 import datetime
+import json
 import os
 import pathlib
 import platform
@@ -61,6 +62,8 @@ def parse_args(argv):
     p.add_argument("--peer-build", default=str(ROOT / "build-bench" / "peers"),
                    help="where the peer benchmarks are compiled (default build-bench/peers)")
     p.add_argument("--out", default=str(BENCH / "results"), help="results directory")
+    p.add_argument("--json", default=None,
+                   help="also write every median cell as JSON here (input of bench/targets.py)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: ranks 2, max 1M, repeat 3, iters 10")
@@ -198,6 +201,18 @@ def header(a, argv, peers, load_before):
     return lines
 
 
+def write_json(a, path, samples, algorithms, report):
+    """Every (collective, ranks, peer, size) median, with the transport Chorus used."""
+    cells = []
+    for (coll, n, peer), by_size in sorted(samples.items()):
+        for size, values in sorted(by_size.items()):
+            cells.append({"collective": coll, "ranks": n, "peer": peer, "size": size,
+                          "seconds": median(values), "runs": len(values),
+                          "algorithm": algorithms.get((coll, n, size)) if peer == "chorus" else None})
+    path.write_text(json.dumps({"transport": a.transport, "report": str(report),
+                                "load_after": load_text(), "cells": cells}, indent=1) + "\n")
+
+
 def main(argv):
     a = parse_args(argv)
     peer_build = pathlib.Path(a.peer_build)
@@ -230,6 +245,8 @@ def main(argv):
         if shutil.which("rsvg-convert"):  # a PNG too when librsvg2-bin is installed
             subprocess.run(["rsvg-convert", str(svg), "-o", str(svg.with_suffix(".png"))])
     report.write_text("\n".join(out_lines) + "\n")
+    if a.json:
+        write_json(a, pathlib.Path(a.json), samples, algorithms, report)
     print(f"# wrote {report} and {len(a.collectives)} charts", file=sys.stderr)
     return 1 if failures else 0
 
