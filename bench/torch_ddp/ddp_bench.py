@@ -1,148 +1,172 @@
 #!/usr/bin/python3
-"""DDP training step time with the chorus and gloo backends, against the same
-training with no gradient synchronisation at all (the overlap bound).
+"""PyTorch DDP step time on the chorus and gloo backends, against the same training with no
+gradient synchronisation at all (nosync), in one invocation.
 
-    PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_ddp/ddp_bench.py \
-        [--models mlp,transformer,lstm] [--ranks 2,4] [--steps 20] [--repeats 3]
+    PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_ddp/ddp_bench.py \\
+        [--models mlp,transformer,lstm] [--ranks 2,4] [--steps 20] [--warmup 3] [--repeats 3]
 
-For every (model, ranks) it runs, in this order and in one invocation: DDP on
-chorus, DDP on gloo, and "nosync" (the same model and data without DDP; ranks
-still run side by side so they share the cores the same way). Each rank is a
-process with OMP_NUM_THREADS=1. A run times `repeats` blocks of `steps` steps
-after warm-up; the printed step time is the median block's mean, on rank 0.
+For every (model, ranks) cell the three modes run interleaved, `repeats` times: chorus, gloo,
+nosync, chorus, gloo, nosync, ... Each run starts `ranks` fresh processes (worker.py, one torch
+thread each, OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1, a FileStore rendezvous in a temporary
+directory); a run's figure is the slowest rank's mean step time over the timed steps, and a
+cell's figure the median over its runs. Prints the table on stdout (progress on stderr) and
+writes it as markdown to <out>/<date>-<time>-torch-ddp.md. Exit status 1 if any run failed.
+Models and data: models.py; the timeline of one run: worker.py.
 """
 
 import argparse
+import importlib.util
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-import torch
-import torch.distributed as dist
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+try:
+    import torch  # noqa: F401  (the workers need it; fail here with a clear message)
+except ImportError:
+    sys.exit("no torch in {}: run with /usr/bin/python3 (Debian's python3-torch)".format(sys.executable))
+import report  # noqa: E402
+
+MODES = ("chorus", "gloo", "nosync")
+MODEL_NAMES = ("mlp", "transformer", "lstm")
 
 
-def make_model(name):
-    """(model, batch maker, loss) for one rank's share of the global batch."""
-    torch.manual_seed(0)
-    if name == "mlp":
-        layers = []
-        for i in range(4):
-            layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()] if i < 3 else [torch.nn.Linear(1024, 10)]
-        model = torch.nn.Sequential(*layers)
-        return model, lambda: (torch.randn(32, 1024), torch.randint(0, 10, (32,))), 32
-    if name == "transformer":
-        return TinyLM(), lambda: (torch.randint(0, 1000, (8, 64)), torch.randint(0, 1000, (8, 64))), 8
-    if name == "lstm":
-        return TinyLSTM(), lambda: (torch.randint(0, 1000, (16, 32)), torch.randint(0, 1000, (16, 32))), 16
-    raise ValueError(name)
+class RunFailed(RuntimeError):
+    pass
 
 
-class TinyLM(torch.nn.Module):
-    """A 2-layer transformer encoder LM: d_model 128, 4 heads, vocab 1000."""
-
-    def __init__(self):
-        super().__init__()
-        self.embed = torch.nn.Embedding(1000, 128)
-        layer = torch.nn.TransformerEncoderLayer(128, 4, 512, batch_first=True)
-        self.body = torch.nn.TransformerEncoder(layer, 2)
-        self.head = torch.nn.Linear(128, 1000)
-
-    def forward(self, tokens):
-        return self.head(self.body(self.embed(tokens))).flatten(0, 1)
+# glibc malloc serves blocks above its mmap threshold (128 KiB at start, raised as mmapped blocks
+# are freed) with fresh mmaps and trims the heap top above the trim threshold; then every step
+# page-faults its activations in again. Measured here: the plain LSTM step took 7x the CPU time
+# (40 % of it system time) unless a DDP model's bucket allocations had raised the threshold, so
+# nosync came out slower than DDP. Fixed thresholds give every mode the same, steady allocator; a
+# value already set in the environment wins.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
 
 
-class TinyLSTM(torch.nn.Module):
-    """A 2-layer LSTM LM: embedding 128, hidden 256, vocab 1000."""
-
-    def __init__(self):
-        super().__init__()
-        self.embed = torch.nn.Embedding(1000, 128)
-        self.lstm = torch.nn.LSTM(128, 256, num_layers=2, batch_first=True)
-        self.head = torch.nn.Linear(256, 1000)
-
-    def forward(self, tokens):
-        return self.head(self.lstm(self.embed(tokens))[0]).flatten(0, 1)
+def rank_malloc_env():
+    return {name: os.environ.get(name, value) for name, value in MALLOC_ENV.items()}
 
 
-def worker(args):
-    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    torch.set_num_threads(1)
-    if args.mode != "nosync":
-        if args.mode == "chorus":
-            import chorus_torch  # noqa: F401
-        dist.init_process_group(args.mode, init_method="file://" + args.store, rank=rank, world_size=size)
-    model, batch, per_rank = make_model(args.model)
-    if args.mode != "nosync":
-        model = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    data = [batch() for _ in range(4)]
+def start_ranks(cmd, ranks, tmp):
+    env = dict(os.environ, **rank_malloc_env())
+    env.update(WORLD_SIZE=str(ranks), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    procs = []
+    for r in range(ranks):
+        with open(os.path.join(tmp, "out%d" % r), "w") as out, open(os.path.join(tmp, "err%d" % r), "w") as err:
+            procs.append(subprocess.Popen(cmd, env=dict(env, RANK=str(r)), stdout=out, stderr=err))
+    return procs
 
-    def step(i):
-        x, y = data[i % len(data)]
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y.flatten()).backward()
-        opt.step()
 
-    for i in range(3):
-        step(i)
-    blocks = []
-    for _ in range(args.repeats):
-        if args.mode != "nosync":
-            dist.barrier()
-        start = time.perf_counter()
-        for i in range(args.steps):
-            step(i)
-        blocks.append((time.perf_counter() - start) / args.steps)
-    if rank == 0:
-        print(json.dumps({"step_s": statistics.median(blocks), "per_rank": per_rank}), flush=True)
-    if args.mode != "nosync":
-        dist.destroy_process_group()
+def wait_ranks(procs, timeout):
+    """Waits for every rank; on the first failure or at the deadline kills the others."""
+    deadline = time.monotonic() + timeout
+    try:
+        while any(p.poll() is None for p in procs):
+            failed = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
+            if failed:
+                return failed
+            if time.monotonic() > deadline:
+                raise RunFailed("timed out after {} s".format(timeout))
+            time.sleep(0.1)
+        return [i for i, p in enumerate(procs) if p.returncode != 0]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 def launch(model, ranks, mode, args):
-    """Runs one configuration on `ranks` processes; returns rank 0's report."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, WORLD_SIZE=str(ranks), OMP_NUM_THREADS="1")
-        cmd = [sys.executable, __file__, "--worker", "--model", model, "--mode", mode,
+    """One run; returns {"step_s": slowest rank's mean, "loss": rank 0's, "info": rank 0's}."""
+    with tempfile.TemporaryDirectory(prefix="torch-ddp-bench-") as tmp:
+        cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--model", model, "--mode", mode,
                "--store", os.path.join(tmp, "store"), "--steps", str(args.steps),
-               "--repeats", str(args.repeats)]
-        procs = [subprocess.Popen(cmd, env=dict(env, RANK=str(r)), stdout=subprocess.PIPE, text=True)
-                 for r in range(ranks)]
-        outputs = [p.communicate(timeout=900)[0] for p in procs]
-        if any(p.returncode for p in procs):
-            raise RuntimeError("{} {} ranks {} failed".format(model, mode, ranks))
-        return json.loads(outputs[0].strip().splitlines()[-1])
+               "--warmup", str(args.warmup)]
+        failed = wait_ranks(start_ranks(cmd, ranks, tmp), args.timeout)
+        if failed:
+            with open(os.path.join(tmp, "err%d" % failed[0])) as err:
+                tail = "".join(err.readlines()[-8:])
+            raise RunFailed("rank {} failed:\n{}".format(failed[0], tail))
+        ranks_out = []
+        for r in range(ranks):
+            with open(os.path.join(tmp, "out%d" % r)) as out:
+                text = out.read()
+            try:
+                ranks_out.append(json.loads(text.strip().splitlines()[-1]))
+            except (ValueError, IndexError):
+                raise RunFailed("rank {} printed no report: {!r}".format(r, text[-200:]))
+    info = ranks_out[0]
+    return {"step_s": max(o["step_s"] for o in ranks_out), "loss": info["loss"], "info": info}
+
+
+def run_cell(model, ranks, args, failures):
+    """The interleaved repeats of one (model, ranks) cell: {mode: [run, ...]}."""
+    runs = {mode: [] for mode in MODES}
+    for repeat in range(args.repeats):
+        for mode in MODES:
+            began = time.monotonic()
+            try:
+                run = launch(model, ranks, mode, args)
+            except RunFailed as e:
+                failures.append("{} ranks={} {} repeat {}: {}".format(model, ranks, mode, repeat + 1, e))
+                print("  {} {} ranks {}: FAILED {}".format(model, mode, ranks, e), file=sys.stderr)
+                continue
+            runs[mode].append(run)
+            print("  {} {} ranks {} repeat {}: {:.2f} ms/step ({:.0f} s)".format(
+                model, mode, ranks, repeat + 1, run["step_s"] * 1e3, time.monotonic() - began),
+                file=sys.stderr, flush=True)
+    return runs
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(MODEL_NAMES), help="comma-separated: mlp,transformer,lstm")
+    parser.add_argument("--ranks", default="2,4", help="comma-separated rank counts")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps before them (DDP builds its buckets)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per mode and cell (median)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
+    parser.add_argument("--out", default=os.path.join(HERE, "..", "results"),
+                        help="directory of the markdown report ('' for none)")
+    args = parser.parse_args()
+    args.models = args.models.split(",")
+    unknown = [m for m in args.models if m not in MODEL_NAMES]
+    if unknown:
+        parser.error("unknown model(s) {}; choose from {}".format(",".join(unknown), ",".join(MODEL_NAMES)))
+    try:
+        args.ranks = [int(r) for r in args.ranks.split(",")]
+    except ValueError:
+        parser.error("--ranks takes comma-separated integers")
+    if min(args.ranks) < 2 or args.steps < 1 or args.warmup < 1 or args.repeats < 1:
+        parser.error("need ranks >= 2, steps >= 1, warmup >= 1, repeats >= 1")
+    if importlib.util.find_spec("chorus_torch") is None:
+        parser.error("chorus_torch not importable: put <build>/python on PYTHONPATH")
+    return args
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="mlp,transformer,lstm")
-    parser.add_argument("--ranks", default="2,4")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--model", help=argparse.SUPPRESS)
-    parser.add_argument("--mode", help=argparse.SUPPRESS)
-    parser.add_argument("--store", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        return worker(args)
-    print("{:<12}{:>6}{:>9}{:>12}{:>12}{:>14}{:>14}".format(
-        "model", "ranks", "backend", "step ms", "samples/s", "vs nosync", "gloo/chorus"))
-    for model in args.models.split(","):
-        for ranks in [int(r) for r in args.ranks.split(",")]:
-            runs = {mode: launch(model, ranks, mode, args) for mode in ("chorus", "gloo", "nosync")}
-            for mode, run in runs.items():
-                step = run["step_s"]
-                ratio = step / runs["nosync"]["step_s"]
-                speed = runs["gloo"]["step_s"] / step if mode == "chorus" else float("nan")
-                print("{:<12}{:>6}{:>9}{:>12.2f}{:>12.1f}{:>14.3f}{:>14.3f}".format(
-                    model, ranks, mode, step * 1e3, run["per_rank"] * ranks / step, ratio, speed),
-                    flush=True)
+    args = parse_args()
+    args.malloc = " ".join("{}={}".format(k, v) for k, v in rank_malloc_env().items())
+    began = time.monotonic()
+    cells, failures = [], []
+    for model in args.models:
+        for ranks in args.ranks:
+            cells.append((model, ranks, run_cell(model, ranks, args, failures)))
+    minutes = (time.monotonic() - began) / 60
+    text = report.markdown(cells, failures, args, minutes)
+    print(text)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        path = os.path.join(args.out, time.strftime("%Y-%m-%d-%H%M%S-torch-ddp.md", time.gmtime()))
+        with open(path, "w") as f:
+            f.write(text)
+        print("written: " + os.path.relpath(path), file=sys.stderr)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
