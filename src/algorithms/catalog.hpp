@@ -64,12 +64,22 @@ void reduce_scatter_shm_direct(transport::Transport& transport, const Collective
 void gather_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
 void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
 void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
+void alltoallv_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
 void barrier_shm_direct(transport::Transport& transport, const CollectiveArgs& args);
 /// Accepts when args.host_arena (every rank on this host, shared memory allowed).
 bool accepts_host_arena(const CollectiveArgs& args, int nranks);
 /// The transport's host arena with the call begun (fingerprint published).
 transport::shm::HostArena& begin_arena_call(transport::Transport& transport,
                                             const CollectiveArgs& args);
+
+// cma: single-copy reads of the peers' buffers (process_vm_readv), ordered by
+// arena flags (algorithms/cma.hpp); accept like shm_direct unless CHORUS_CMA=0,
+// and run their shm_direct counterpart where the kernel forbids the reads.
+void allreduce_cma(transport::Transport& transport, const CollectiveArgs& args);
+void broadcast_cma(transport::Transport& transport, const CollectiveArgs& args);
+void allgather_cma(transport::Transport& transport, const CollectiveArgs& args);
+/// Accepts when args.host_arena and CHORUS_CMA is not "0".
+bool accepts_cma(const CollectiveArgs& args, int nranks);
 
 // Building blocks (n >= 2), with blocks cut by patterns::block_of(total, n, i).
 

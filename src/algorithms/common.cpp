@@ -140,8 +140,11 @@ void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void*
                 "alltoallv: rank " + std::to_string(rank) + " sends " + std::to_string(sent) +
                     " elements to itself but expects " + std::to_string(expected));
   }
-  copy_elements(element_at(args.recv, args.recv_displs[r], args.dtype),
-                element_at(source, args.send_displs[r], args.dtype), sent, args.dtype);
+  // memmove: in place (send == recv) the two displacements may make the blocks overlap.
+  if (sent > 0) {
+    std::memmove(element_at(args.recv, args.recv_displs[r], args.dtype),
+                 element_at(source, args.send_displs[r], args.dtype), bytes_of(sent, args.dtype));
+  }
 }
 
 bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& args) {

@@ -1,0 +1,219 @@
+// CmaCall: the cards, the agreement on availability and the reads (cma.hpp).
+#include "algorithms/cma.hpp"
+
+#include "algorithms/catalog.hpp"
+#include "core/env.hpp"
+#include "core/log.hpp"
+#include "transport/shm/host_arena.hpp"
+#include "transport/shm/process_state.hpp"
+
+#include <chorus/error.hpp>
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace chorus::algorithms {
+namespace {
+
+using transport::shm::HostArena;
+
+constexpr std::uint64_t kReadable = 1;
+constexpr std::uint64_t kUnreadable = 2;
+constexpr std::size_t kVerdictOffset = 64;  ///< own cache line, written after the card is read
+
+static_assert(sizeof(CmaCall::Card) == 64);
+
+/// What this process learnt per arena: the pids' hash and the verdict. An arena
+/// freed and another allocated at its address may inherit an entry; its cards then
+/// carry other pids (or some rank has no entry), so the ranks probe again.
+struct Known {
+  std::uint64_t pids = 0;
+  std::uint64_t verdict = 0;
+};
+
+std::mutex known_mutex;
+std::map<const HostArena*, Known> known_arenas;
+
+Known known_of(const HostArena& arena) {
+  std::lock_guard lock(known_mutex);
+  auto it = known_arenas.find(&arena);
+  return it == known_arenas.end() ? Known{} : it->second;
+}
+
+void remember(const HostArena& arena, Known known) {
+  std::lock_guard lock(known_mutex);
+  known_arenas[&arena] = known;
+}
+
+/// FNV-1a over the pids in rank order; never 0 ("no entry").
+std::uint64_t hash_pids(const std::vector<CmaCall::Card>& cards) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& card : cards) {
+    for (int shift = 0; shift < 64; shift += 8) {
+      h = (h ^ ((card.pid >> shift) & 0xff)) * 0x100000001b3ull;
+    }
+  }
+  return h == 0 ? 1 : h;
+}
+
+/// One process_vm_readv of up to `bytes`; returns the bytes read or -1 (errno set).
+ssize_t read_remote(pid_t pid, void* dst, std::uint64_t address, std::size_t bytes) {
+  iovec local{dst, bytes};
+  iovec remote{reinterpret_cast<void*>(address), bytes};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
+/// Whether `pid` is gone or goes within 200 ms: a process being killed may fail a
+/// read with EFAULT (its memory is torn down) before it is reported gone.
+bool peer_exits(std::uint64_t pid) {
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    if (!transport::shm::process_alive(static_cast<pid_t>(pid))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+}  // namespace
+
+bool accepts_cma(const CollectiveArgs& args, int /*nranks*/) {
+  return args.host_arena && env_or("CHORUS_CMA", "1") != "0";
+}
+
+std::byte* cma_scratch(std::size_t bytes) {
+  thread_local std::unique_ptr<std::max_align_t[]> buffer;
+  thread_local std::size_t capacity = 0;
+  if (capacity < bytes) {
+    const std::size_t units = (bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+    buffer = std::make_unique_for_overwrite<std::max_align_t[]>(units);
+    capacity = units * sizeof(std::max_align_t);
+  }
+  return reinterpret_cast<std::byte*>(buffer.get());
+}
+
+CmaCall::CmaCall(transport::Transport& transport, const CollectiveArgs& args)
+    : transport_(transport),
+      args_(args),
+      arena_(begin_arena_call(transport, args)),
+      self_(::getpid()) {
+  round_ = arena_.begin_round(args.deadline);
+  publish_card();
+  arena_.post(2 * round_);
+  arena_.wait_all(2 * round_, args.deadline);
+  cards_.resize(static_cast<std::size_t>(arena_.size()));
+  for (int r = 0; r < arena_.size(); ++r) {
+    std::memcpy(&cards_[static_cast<std::size_t>(r)], arena_.buffer(r, round_), sizeof(Card));
+  }
+  usable_ = agree();
+}
+
+void CmaCall::publish_card() {
+  const Known known = known_of(arena_);
+  probe_word_ = 0x43484f5255530000ull ^ (static_cast<std::uint64_t>(self_) << 20) ^ round_;
+  Card card{};
+  card.pid = static_cast<std::uint64_t>(self_);
+  card.send = reinterpret_cast<std::uint64_t>(args_.send);
+  card.recv = reinterpret_cast<std::uint64_t>(args_.recv);
+  card.probe_address = reinterpret_cast<std::uint64_t>(&probe_word_);
+  card.probe_value = probe_word_;
+  card.known_pids = known.pids;
+  card.known_verdict = known.verdict;
+  std::memcpy(arena_.buffer(arena_.rank(), round_), &card, sizeof(card));
+}
+
+/// Every rank evaluates the same cards, so every rank takes the same branch.
+bool CmaCall::agree() {
+  const std::uint64_t pids = hash_pids(cards_);
+  const std::uint64_t verdict = cards_[0].known_verdict;
+  bool all_known = verdict != 0;
+  for (const Card& card : cards_) {
+    all_known = all_known && card.known_pids == pids && card.known_verdict == verdict;
+  }
+  if (all_known) return verdict == kReadable;
+  const std::uint64_t mine = probe_peers() ? kReadable : kUnreadable;
+  std::memcpy(arena_.buffer(arena_.rank(), round_) + kVerdictOffset, &mine, sizeof(mine));
+  arena_.post(2 * round_ + 1);
+  arena_.wait_all(2 * round_ + 1, args_.deadline);
+  bool readable = true;
+  for (int r = 0; r < arena_.size(); ++r) {
+    std::uint64_t theirs = 0;
+    std::memcpy(&theirs, arena_.buffer(r, round_) + kVerdictOffset, sizeof(theirs));
+    readable = readable && theirs == kReadable;
+  }
+  remember(arena_, {pids, readable ? kReadable : kUnreadable});
+  if (!readable && arena_.rank() == 0) {
+    log(LogLevel::Warn,
+        "cma: some rank cannot read its peers with process_vm_readv; the cma "
+        "algorithms run as shm_direct on this communicator");
+  }
+  return readable;
+}
+
+/// Reads every peer's probe word; false (and the reason at INFO) on the first failure.
+bool CmaCall::probe_peers() {
+  for (int p = 0; p < arena_.size(); ++p) {
+    const Card& card = cards_[static_cast<std::size_t>(p)];
+    if (p == arena_.rank() || static_cast<pid_t>(card.pid) == self_) continue;
+    std::uint64_t value = 0;
+    const ssize_t got =
+        read_remote(static_cast<pid_t>(card.pid), &value, card.probe_address, sizeof(value));
+    if (got != static_cast<ssize_t>(sizeof(value)) || value != card.probe_value) {
+      const std::string why = got < 0 ? std::strerror(errno) : "wrong probe value";
+      log(LogLevel::Info, "cma: process_vm_readv from rank " + std::to_string(arena_.rank()) +
+                              " to rank " + std::to_string(p) + " failed: " + why);
+      return false;
+    }
+  }
+  return true;
+}
+
+void CmaCall::read_send(int peer, std::size_t offset, void* dst, std::size_t bytes) {
+  read(peer, cards_[static_cast<std::size_t>(peer)].send, offset, dst, bytes);
+}
+
+void CmaCall::read_recv(int peer, std::size_t offset, void* dst, std::size_t bytes) {
+  read(peer, cards_[static_cast<std::size_t>(peer)].recv, offset, dst, bytes);
+}
+
+/// Threads as ranks share one address space: a plain copy. Otherwise the kernel
+/// copies from the peer; a short read (a range crossing into unmapped memory)
+/// continues where it stopped, so the failure surfaces as that page's errno.
+void CmaCall::read(int peer, std::uint64_t base, std::size_t offset, void* dst, std::size_t bytes) {
+  if (bytes == 0) return;
+  const auto pid = static_cast<pid_t>(cards_[static_cast<std::size_t>(peer)].pid);
+  if (pid == self_) {
+    std::memcpy(dst, reinterpret_cast<const void*>(base + offset), bytes);
+    return;
+  }
+  auto* out = static_cast<std::byte*>(dst);
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t got = read_remote(pid, out + done, base + offset + done, bytes - done);
+    if (got <= 0) fail_read(peer, got < 0 ? errno : EFAULT, bytes);
+    done += static_cast<std::size_t>(got);
+  }
+}
+
+void CmaCall::fail_read(int peer, int error, std::size_t bytes) {
+  const std::string who = "rank " + std::to_string(peer) + " (pid " +
+                          std::to_string(cards_[static_cast<std::size_t>(peer)].pid) + ")";
+  const std::string call = std::string(to_string(args_.collective)) + " (cma): ";
+  const bool gone = error == ESRCH || peer_exits(cards_[static_cast<std::size_t>(peer)].pid);
+  const std::string message =
+      gone ? call + who + " died (process_vm_readv: " + std::strerror(error) + ")"
+           : call + "reading " + std::to_string(bytes) + " bytes of " + who +
+                 " failed (process_vm_readv: " + std::strerror(error) + ")";
+  const Status status = gone ? Status::RemoteError : Status::SystemError;
+  transport_.abort(status, message);
+  throw Error(status, message);
+}
+
+}  // namespace chorus::algorithms

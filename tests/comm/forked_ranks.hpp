@@ -1,0 +1,141 @@
+// Ranks as forked processes of the test, so that each has its own address
+// space (tests/comm/test_cma.cpp). The ranks are forked while the test process
+// has a single thread; the test then serves the store and hands its port to the
+// ranks through a pipe. A rank's body records failures with rank_check(); the
+// rank exits 1 if any, so the test sees every rank's verdict in its status.
+#pragma once
+
+#include "bootstrap/store.hpp"
+
+#include <chorus/communicator.hpp>
+#include <chorus/error.hpp>
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace chorus::testing {
+
+/// Memory shared by the test and its ranks (an anonymous MAP_SHARED page).
+struct SharedPage {
+  std::atomic<long long> killed_at_ns{0};
+  std::atomic<int> pids[16] = {};
+};
+
+inline long long monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Failures recorded by rank_check in this process (threads as ranks share it).
+inline std::atomic<int>& rank_failures() {
+  static std::atomic<int> failures{0};
+  return failures;
+}
+
+/// In a rank: prints `what` and counts a failure unless `ok`.
+inline bool rank_check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "[pid %d] %s\n", static_cast<int>(::getpid()), what.c_str());
+    ++rank_failures();
+  }
+  return ok;
+}
+
+using RankBody = std::function<void(Communicator&, SharedPage&)>;
+
+struct ForkedRanks {
+  int n = 2;
+  std::vector<std::string> env;  ///< NAME=value set in every rank before it joins
+  std::chrono::seconds limit{60};
+  std::function<void()> before_join;  ///< runs in every rank before it joins (may be empty)
+};
+
+inline void run_rank(const ForkedRanks& job, int rank, int port_pipe, SharedPage& page,
+                     const RankBody& body) {
+  for (const std::string& entry : job.env) ::putenv(const_cast<char*>(entry.c_str()));
+  page.pids[rank].store(static_cast<int>(::getpid()));
+  if (job.before_join) job.before_join();
+  int port = 0;
+  if (::read(port_pipe, &port, sizeof(port)) != sizeof(port)) std::_Exit(3);
+  try {
+    InitOptions init;
+    init.nranks = job.n;
+    init.rank = rank;
+    init.store_address = "127.0.0.1:" + std::to_string(port);
+    init.host_store = false;
+    init.auth_token = "forked-ranks-secret";
+    init.timeout = std::chrono::seconds(20);
+    Communicator comm = Communicator::init(init);
+    body(comm, page);
+  } catch (const std::exception& e) {
+    rank_check(false, "rank " + std::to_string(rank) + " threw: " + e.what());
+  }
+  std::fflush(stderr);
+  std::_Exit(rank_failures() == 0 ? 0 : 1);
+}
+
+/// Runs `body` on job.n forked ranks; returns each rank's wait status (-1: still
+/// running at job.limit, then killed).
+inline std::vector<int> run_forked_ranks(const ForkedRanks& job, const RankBody& body) {
+  void* memory = ::mmap(nullptr, sizeof(SharedPage), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return {};
+  auto* page = new (memory) SharedPage();
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
+  std::vector<pid_t> pids;
+  for (int r = 0; r < job.n; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[1]);
+      run_rank(job, r, fds[0], *page, body);
+    }
+    pids.push_back(pid);
+  }
+  ::close(fds[0]);
+  std::vector<int> statuses(pids.size(), -1);
+  {
+    StoreServer server("127.0.0.1", 0, "forked-ranks-secret");
+    const int port = server.port();
+    for (int r = 0; r < job.n; ++r) {
+      if (::write(fds[1], &port, sizeof(port)) != sizeof(port)) break;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + job.limit;
+    std::size_t done = 0;
+    std::vector<bool> reaped(pids.size(), false);
+    while (done < pids.size() && std::chrono::steady_clock::now() < deadline) {
+      for (std::size_t i = 0; i < pids.size(); ++i) {
+        if (!reaped[i] && ::waitpid(pids[i], &statuses[i], WNOHANG) == pids[i]) {
+          reaped[i] = true;
+          ++done;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      if (!reaped[i]) ::kill(pids[i], SIGKILL), ::waitpid(pids[i], nullptr, 0), statuses[i] = -1;
+    }
+  }
+  ::close(fds[1]);
+  page->~SharedPage();
+  ::munmap(memory, sizeof(SharedPage));
+  return statuses;
+}
+
+inline bool exited_cleanly(int status) {
+  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace chorus::testing

@@ -1,0 +1,266 @@
+// The cma collectives (src/algorithms/{allreduce,broadcast,allgather}/cma.cpp)
+// across forked processes, so that process_vm_readv really reads another
+// address space: ranks {1, 2, 3, 5, 8} x every dtype and op x counts 0, 1, 7,
+// 1501 and an odd count of several MiB x in place, checked against
+// reference.hpp; that they are the algorithms that ran; that CHORUS_CMA=0 and
+// peers whose memory cannot be read fall back to shm_direct; that a peer killed
+// in the middle of calls fails every survivor with a RemoteError naming it within
+// 2 s; that threads as ranks (one address space) work too; and that the cost
+// model keeps shm_direct on this machine, where the kernel's copy is slow.
+#include "algorithms/cost_model.hpp"
+#include "algorithms/selection.hpp"
+#include "forked_ranks.hpp"
+#include "reference.hpp"
+#include "thread_ranks.hpp"
+
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <tuple>
+
+namespace chorus::testing {
+namespace {
+
+constexpr std::size_t kSmallCounts[] = {0, 1, 7, 1501};
+constexpr std::size_t kLargeCount = 1'000'003;  // 2 to 8 MiB, odd: uneven slices, many chunks
+const char* const kForceCma = "CHORUS_ALGO=allreduce=cma,broadcast=cma,allgather=cma";
+
+std::string label(const char* what, DataType t, ReduceOp op, std::size_t count, bool in_place) {
+  return std::string(what) + " " + std::string(to_string(t)) + " " + std::string(to_string(op)) +
+         " count " + std::to_string(count) + (in_place ? " in place" : "");
+}
+
+void expect_algorithm(Communicator& c, std::size_t count, const std::string& what) {
+  if (c.size() > 1 && count > 0)
+    rank_check(c.last_algorithm() == "cma", what + " ran " + c.last_algorithm());
+}
+
+void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place) {
+  auto send = make_input(c.rank(), count, t, op);
+  std::vector<unsigned char> recv(send.size(), 0xAB);
+  unsigned char* out = in_place ? send.data() : recv.data();
+  const std::string what = label("allreduce", t, op, count, in_place);
+  c.all_reduce(send.data(), out, count, t, op);
+  expect_algorithm(c, count, what);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double have = decode(t, out + i * dtype_size(t));
+    const double want = expected_reduction(c.size(), i, t, op);
+    if (have != want) {
+      rank_check(false, what + ": element " + std::to_string(i) + " is " + std::to_string(have) +
+                            ", expected " + std::to_string(want));
+      return;
+    }
+  }
+}
+
+/// Element i of rank r's block for broadcast and all-gather.
+double block_value(int r, std::size_t i, DataType t) {
+  return static_cast<double>((static_cast<std::size_t>(r) * 31 + i * 7) %
+                             (is_signed(t) ? 100 : 200));
+}
+
+std::vector<unsigned char> block_of_rank(int r, std::size_t count, DataType t) {
+  std::vector<unsigned char> buf(count * dtype_size(t));
+  for (std::size_t i = 0; i < count; ++i)
+    encode(block_value(r, i, t), t, buf.data() + i * dtype_size(t));
+  return buf;
+}
+
+bool same_block(const unsigned char* got, int r, std::size_t count, DataType t) {
+  return std::memcmp(got, block_of_rank(r, count, t).data(), count * dtype_size(t)) == 0;
+}
+
+/// Every root on up to 3 ranks; beyond, the first, a middle and the last one.
+std::vector<int> roots_of(int n) {
+  if (n <= 3) {
+    std::vector<int> all(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) all[static_cast<std::size_t>(r)] = r;
+    return all;
+  }
+  return {0, n / 2, n - 1};
+}
+
+void broadcast_and_gather_case(Communicator& c, DataType t, std::size_t count, bool in_place) {
+  const std::size_t bytes = count * dtype_size(t);
+  const std::string what = label("broadcast/allgather", t, ReduceOp::Sum, count, in_place);
+  for (int root : roots_of(c.size())) {
+    auto mine = block_of_rank(c.rank(), count, t);
+    std::vector<unsigned char> recv(bytes, 0xAB);
+    const bool is_root = c.rank() == root;
+    unsigned char* out = in_place && is_root ? mine.data() : recv.data();
+    c.broadcast(is_root ? mine.data() : nullptr, out, count, t, root);
+    expect_algorithm(c, count, what);
+    rank_check(same_block(out, root, count, t),
+               what + ": wrong broadcast from " + std::to_string(root));
+  }
+  std::vector<unsigned char> all(bytes * c.size(), 0xAB);
+  auto mine = block_of_rank(c.rank(), count, t);
+  unsigned char* send = in_place ? all.data() + c.rank() * bytes : mine.data();
+  if (in_place && count > 0) std::memcpy(send, mine.data(), bytes);
+  c.all_gather(send, all.data(), count, t);
+  expect_algorithm(c, count, what);
+  for (int r = 0; r < c.size(); ++r) {
+    rank_check(same_block(all.data() + r * bytes, r, count, t),
+               what + ": wrong block " + std::to_string(r));
+  }
+}
+
+/// Every dtype x op x count in both modes, the mode alternating with the count
+/// (both modes meet every dtype x op); large counts in both modes too.
+void sweep(Communicator& c, SharedPage&) {
+  int k = 0;
+  for (DataType t : kAllTypes)
+    for (ReduceOp op : kAllOps)
+      for (std::size_t count : kSmallCounts) all_reduce_case(c, t, op, count, ++k % 2 == 0);
+  for (auto [t, op, in_place] : {std::tuple{DataType::Float32, ReduceOp::Sum, false},
+                                 {DataType::Float32, ReduceOp::Sum, true},
+                                 {DataType::Int64, ReduceOp::Max, true},
+                                 {DataType::Float16, ReduceOp::Avg, false},
+                                 {DataType::Uint8, ReduceOp::Prod, true}})
+    all_reduce_case(c, t, op, kLargeCount, in_place);
+  for (DataType t : {DataType::Int8, DataType::Float16, DataType::Int32, DataType::Float64})
+    for (std::size_t count : kSmallCounts) broadcast_and_gather_case(c, t, count, ++k % 2 == 0);
+  broadcast_and_gather_case(c, DataType::Int32, kLargeCount, true);
+  broadcast_and_gather_case(c, DataType::Float64, kLargeCount / 2, false);
+}
+
+class CmaProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(CmaProcesses, EveryDtypeOpCountInPlace) {
+  ForkedRanks job{
+      .n = GetParam(), .env = {kForceCma}, .limit = std::chrono::seconds(90), .before_join = {}};
+  auto statuses = run_forked_ranks(job, sweep);
+  ASSERT_EQ(statuses.size(), static_cast<std::size_t>(job.n));
+  for (int r = 0; r < job.n; ++r)
+    EXPECT_TRUE(exited_cleanly(statuses[r])) << "rank " << r << " status " << statuses[r];
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CmaProcesses, ::testing::Values(1, 2, 3, 5, 8),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+/// Makes this process's memory unreadable to its peers: not dumpable, and without
+/// CAP_SYS_PTRACE (which would override that for root).
+void forbid_cross_memory_reads() {
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return;
+  data[0].effective &= ~(1u << CAP_SYS_PTRACE);
+  data[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+  ::syscall(SYS_capset, &header, data);
+}
+
+TEST(CmaFallback, UnreadablePeersRunShmDirect) {
+  ForkedRanks job{.n = 3,
+                  .env = {kForceCma},
+                  .limit = std::chrono::seconds(60),
+                  .before_join = forbid_cross_memory_reads};
+  auto statuses = run_forked_ranks(job, [](Communicator& c, SharedPage& page) {
+    // The premise: the kernel refuses the reads now.
+    std::uint64_t word = 0, target = 0;
+    iovec local{&word, sizeof(word)}, remote{&target, sizeof(target)};
+    const pid_t peer = page.pids[(c.rank() + 1) % c.size()].load();
+    rank_check(::process_vm_readv(peer, &local, 1, &remote, 1, 0) == -1 && errno == EPERM,
+               "process_vm_readv of a peer is still allowed");
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      for (std::size_t count : {std::size_t{7}, kLargeCount / 4}) {
+        all_reduce_case(c, DataType::Float32, ReduceOp::Sum, count, repeat == 1);
+        broadcast_and_gather_case(c, DataType::Int32, count, repeat == 2);
+      }
+    }
+  });
+  for (int status : statuses) EXPECT_TRUE(exited_cleanly(status)) << status;
+}
+
+TEST(CmaFallback, DisabledByEnvironment) {
+  ::setenv("CHORUS_ALGO", "allreduce=cma", 1);
+  ::setenv("CHORUS_CMA", "0", 1);
+  ThreadJob job(3);
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    std::vector<float> data(100000, 1.0f);
+    c.all_reduce(data.data(), data.data(), data.size(), DataType::Float32, ReduceOp::Sum);
+    EXPECT_NE(c.last_algorithm(), "cma");
+    EXPECT_EQ(data[99999], 3.0f);
+  });
+  ::unsetenv("CHORUS_CMA");
+  ::unsetenv("CHORUS_ALGO");
+}
+
+TEST(CmaThreads, OneAddressSpaceCopiesDirectly) {
+  ::setenv("CHORUS_ALGO", "allreduce=cma,broadcast=cma,allgather=cma", 1);
+  ThreadJob job(4);
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    for (bool in_place : {false, true}) {
+      all_reduce_case(c, DataType::Float64, ReduceOp::Sum, 300007, in_place);
+      all_reduce_case(c, DataType::Int32, ReduceOp::Min, 5, in_place);
+      broadcast_and_gather_case(c, DataType::Float16, 4099, in_place);
+    }
+  });
+  ::unsetenv("CHORUS_ALGO");
+  EXPECT_EQ(rank_failures(), 0);
+}
+
+// Rank 1 SIGKILLs itself at a random moment while all ranks loop over large cma
+// all-reduces; the others must fail with RemoteError naming rank 1 within 2 s.
+TEST(CmaFaults, KilledPeerIsNamedWithinTwoSeconds) {
+  ForkedRanks job{.n = 3, .env = {kForceCma}, .limit = std::chrono::seconds(60), .before_join = {}};
+  auto statuses = run_forked_ranks(job, [](Communicator& c, SharedPage& page) {
+    std::vector<float> data(std::size_t{2} << 20, 1.0f);
+    if (c.rank() == 1) {
+      std::thread([&page] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 + ::getpid() % 200));
+        page.killed_at_ns.store(monotonic_ns());
+        ::raise(SIGKILL);
+      }).detach();
+    }
+    try {
+      for (int i = 0; i < 100000; ++i) {
+        c.all_reduce(data.data(), data.data(), data.size(), DataType::Float32, ReduceOp::Max);
+      }
+      rank_check(false, "no call failed");
+    } catch (const Error& e) {
+      const long long waited = monotonic_ns() - page.killed_at_ns.load();
+      const std::string what = "rank " + std::to_string(c.rank()) + ": " + e.what();
+      rank_check(e.status() == Status::RemoteError, what);
+      rank_check(std::string(e.what()).find("rank 1") != std::string::npos, what);
+      rank_check(page.killed_at_ns.load() > 0 && waited < 2'000'000'000LL,
+                 what + " after " + std::to_string(waited / 1000000) + " ms");
+    }
+  });
+  ASSERT_EQ(statuses.size(), 3u);
+  EXPECT_TRUE(WIFSIGNALED(statuses[1]) && WTERMSIG(statuses[1]) == SIGKILL) << statuses[1];
+  EXPECT_TRUE(exited_cleanly(statuses[0])) << statuses[0];
+  EXPECT_TRUE(exited_cleanly(statuses[2])) << statuses[2];
+}
+
+// The model knows cma (finite cost) but, with this machine's measured kernel
+// copy (cost_model.cpp), keeps shm_direct wherever both are accepted.
+TEST(CmaSelection, ModelKeepsShmDirectWhereTheKernelCopyIsSlow) {
+  for (int n : {2, 4, 8}) {
+    for (Collective collective :
+         {Collective::AllReduce, Collective::Broadcast, Collective::AllGather}) {
+      for (std::size_t bytes = 4096; bytes <= (std::size_t{64} << 20); bytes *= 16) {
+        algorithms::CollectiveArgs args;
+        args.collective = collective;
+        args.count = bytes;
+        args.host_arena = true;
+        const auto context = algorithms::single_host_context(n);
+        EXPECT_EQ(algorithms::default_selection(args, context).algorithm->name, "shm_direct");
+        EXPECT_TRUE(std::isfinite(algorithms::modelled_cost("cma", collective, bytes,
+                                                            context.machine, context.parameters)));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chorus::testing
