@@ -131,6 +131,18 @@ void RequestSet::exchange(int send_to, const void* send_data, std::size_t send_b
   wait();
 }
 
+const void* alltoallv_input(const CollectiveArgs& args, Scratch* snapshot) {
+  if (args.send != args.recv || args.send == nullptr) return args.send;
+  std::size_t extent = 0;
+  for (std::size_t p = 0; p < args.send_counts.size(); ++p) {
+    if (args.send_counts[p] > 0)
+      extent = std::max(extent, args.send_displs[p] + args.send_counts[p]);
+  }
+  *snapshot = Scratch(extent, args.dtype);
+  copy_elements(snapshot->data(), args.send, extent, args.dtype);
+  return snapshot->data();
+}
+
 void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void* source) {
   auto r = static_cast<std::size_t>(rank);
   std::size_t sent = args.send_counts[r];

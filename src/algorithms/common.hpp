@@ -83,6 +83,10 @@ class RequestSet {
 /// and receive counts for itself differ.
 void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void* source);
 
+/// The input an all-to-all-v reads from: args.send, or, in place (send == recv), a copy of
+/// the part of it the send layout covers, held in `snapshot` (the output overwrites it).
+const void* alltoallv_input(const CollectiveArgs& args, Scratch* snapshot);
+
 /// Completes the calls that need no algorithm: a count of 0 (nothing is sent;
 /// barrier and all-to-all-v do not count as empty) and a single rank (copies
 /// send to recv where the collective moves data). True when the call is done.

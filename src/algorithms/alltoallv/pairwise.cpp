@@ -14,34 +14,15 @@
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 
-#include <algorithm>
 
 namespace chorus::algorithms {
-namespace {
-
-std::size_t send_extent(const CollectiveArgs& args, int n) {
-  std::size_t extent = 0;
-  for (std::size_t p = 0; p < static_cast<std::size_t>(n); ++p) {
-    if (args.send_counts[p] > 0)
-      extent = std::max(extent, args.send_displs[p] + args.send_counts[p]);
-  }
-  return extent;
-}
-
-}  // namespace
 
 void alltoallv_pairwise(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   const int n = transport.size();
   const int rank = transport.rank();
-  const void* source = args.send;
   Scratch snapshot;
-  if (args.send == args.recv && args.send != nullptr) {
-    std::size_t extent = send_extent(args, n);
-    snapshot = Scratch(extent, args.dtype);
-    copy_elements(snapshot.data(), args.send, extent, args.dtype);
-    source = snapshot.data();
-  }
+  const void* source = alltoallv_input(args, &snapshot);
   copy_alltoallv_self_block(args, rank, source);
   RequestSet requests(transport, args);
   for (int step = 1; step < n; ++step) {

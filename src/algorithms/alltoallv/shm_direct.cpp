@@ -178,28 +178,12 @@ class Exchange {
   const RoundPlan plan_;
 };
 
-/// Elements of the input that the send layout covers.
-std::size_t send_extent(const CollectiveArgs& args) {
-  std::size_t extent = 0;
-  for (std::size_t p = 0; p < args.send_counts.size(); ++p) {
-    if (args.send_counts[p] > 0)
-      extent = std::max(extent, args.send_displs[p] + args.send_counts[p]);
-  }
-  return extent;
-}
-
 }  // namespace
 
 void alltoallv_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
-  const void* source = args.send;
   Scratch snapshot;
-  if (args.send == args.recv && args.send != nullptr) {
-    const std::size_t extent = send_extent(args);
-    snapshot = Scratch(extent, args.dtype);
-    copy_elements(snapshot.data(), args.send, extent, args.dtype);
-    source = snapshot.data();
-  }
+  const void* source = alltoallv_input(args, &snapshot);
   copy_alltoallv_self_block(args, transport.rank(), source);
   HostArena& arena = begin_arena_call(transport, args);
   Exchange(arena, args, source).run();
