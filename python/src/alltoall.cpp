@@ -42,41 +42,43 @@ struct VarBlocks {
 
 }  // namespace
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(at::Tensor& output, at::Tensor& input,
-                                                                 std::vector<int64_t>& output_splits,
-                                                                 std::vector<int64_t>& input_splits,
-                                                                 const c10d::AllToAllOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+    std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts) {
   const Wire wire = wire_of(input, "alltoall_base");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "chorus: alltoall_base: output dtype ",
               output.scalar_type(), " differs from input dtype ", input.scalar_type());
   wire_of(output, "alltoall_base");
   at::Tensor in = contiguous_input(input);
   at::Tensor out = contiguous_output(output);
+  chorus::Communicator& communicator = comm("alltoall_base", opts.timeout);
   chorus::Request request;
   auto blocks = std::make_shared<VarBlocks>();
   if (output_splits.empty() && input_splits.empty()) {
     TORCH_CHECK(in.numel() == out.numel() && in.numel() % size_ == 0,
                 "chorus: alltoall_base needs equal input and output sizes divisible by ", size_);
-    request = comm_.iall_to_all(in.data_ptr(), out.data_ptr(), wire.count(in) / size_, wire.dtype);
+    request =
+        communicator.iall_to_all(in.data_ptr(), out.data_ptr(), wire.count(in) / size_, wire.dtype);
   } else {
     blocks->send_counts = block_counts(in, input_splits, wire, size_, "input");
     blocks->recv_counts = block_counts(out, output_splits, wire, size_, "output");
     blocks->send_displs = displacements(blocks->send_counts);
     blocks->recv_displs = displacements(blocks->recv_counts);
-    request = comm_.iall_to_all_v(in.data_ptr(), blocks->send_counts, blocks->send_displs,
-                                  out.data_ptr(), blocks->recv_counts, blocks->recv_displs, wire.dtype);
+    request = communicator.iall_to_all_v(in.data_ptr(), blocks->send_counts, blocks->send_displs,
+                                         out.data_ptr(), blocks->recv_counts, blocks->recv_displs,
+                                         wire.dtype);
   }
   auto copy = copy_back(output, out);
   auto finish = [blocks, copy] {
     if (copy) copy();
   };
-  return track(c10d::OpType::ALLTOALL_BASE, request, {output}, {in, out}, finish);
+  return track(c10d::OpType::ALLTOALL_BASE, opts.timeout, request, {output}, {in, out}, finish);
 }
 
 // Tensor i of `inputs` goes to rank i; tensor i of `outputs` comes from rank i.
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
-                                                            const c10d::AllToAllOptions&) {
+                                                            const c10d::AllToAllOptions& opts) {
   TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
               "chorus: alltoall needs ", size_, " input and ", size_, " output tensors");
   const Wire wire = wire_of(inputs[0], "alltoall");
@@ -93,11 +95,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tens
   int64_t total_out = 0;
   for (const at::Tensor& t : outputs) total_out += t.numel();
   at::Tensor flat = at::empty({total_out}, in.options());
-  auto request = comm_.iall_to_all_v(in.data_ptr(), blocks->send_counts, blocks->send_displs,
-                                     flat.data_ptr(), blocks->recv_counts, blocks->recv_displs,
-                                     wire.dtype);
+  auto request =
+      comm("alltoall", opts.timeout)
+          .iall_to_all_v(in.data_ptr(), blocks->send_counts, blocks->send_displs, flat.data_ptr(),
+                         blocks->recv_counts, blocks->recv_displs, wire.dtype);
   auto finish = [blocks, flat, outputs] { split_flat(flat, 0, outputs); };
-  return track(c10d::OpType::ALLTOALL, request, outputs, {in, flat}, finish);
+  return track(c10d::OpType::ALLTOALL, opts.timeout, request, outputs, {in, flat}, finish);
 }
 
 }  // namespace chorus_torch

@@ -8,9 +8,9 @@
 
 namespace chorus_torch {
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                             std::vector<at::Tensor>& inputs,
-                                                             const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
   require_one(inputs, "allgather");
   TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
               "chorus: allgather needs one output list of ", size_, " tensors");
@@ -19,26 +19,29 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(std::vector<std::ve
   require_like(outputs[0], input.scalar_type(), input.numel(), "allgather");
   at::Tensor in = contiguous_input(input);
   at::Tensor flat = at::empty({size_ * input.numel()}, input.options());
-  auto request = comm_.iall_gather(in.data_ptr(), flat.data_ptr(), wire.count(in), wire.dtype);
+  auto request = comm("allgather", opts.timeout)
+                     .iall_gather(in.data_ptr(), flat.data_ptr(), wire.count(in), wire.dtype);
   std::vector<at::Tensor> targets = outputs[0];
   auto finish = [flat, targets] { split_flat(flat, 0, targets); };
-  return track(c10d::OpType::ALLGATHER, request, targets, {in, flat}, finish);
+  return track(c10d::OpType::ALLGATHER, opts.timeout, request, targets, {in, flat}, finish);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                   const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
   const Wire wire = wire_of(input, "_allgather_base");
   require_like({output}, input.scalar_type(), size_ * input.numel(), "_allgather_base");
   at::Tensor in = contiguous_input(input);
   at::Tensor out = contiguous_output(output);
-  auto request = comm_.iall_gather(in.data_ptr(), out.data_ptr(), wire.count(in), wire.dtype);
-  return track(c10d::OpType::_ALLGATHER_BASE, request, {output}, {in, out}, copy_back(output, out));
+  auto request = comm("_allgather_base", opts.timeout)
+                     .iall_gather(in.data_ptr(), out.data_ptr(), wire.count(in), wire.dtype);
+  return track(c10d::OpType::_ALLGATHER_BASE, opts.timeout, request, {output}, {in, out},
+               copy_back(output, out));
 }
 
 // output_lists[r][j] receives rank r's inputs[j]; every rank's inputs form one block.
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions&) {
+    const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(!inputs.empty(), "chorus: allgather_coalesced needs at least one input tensor");
   TORCH_CHECK(static_cast<int>(output_lists.size()) == size_, "chorus: allgather_coalesced needs ",
               size_, " output lists, got ", output_lists.size());
@@ -54,9 +57,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_coalesced(
     }
   }
   at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
-  auto request = comm_.iall_gather(in.data_ptr(), flat.data_ptr(), wire.count(in), wire.dtype);
+  auto request = comm("allgather_coalesced", opts.timeout)
+                     .iall_gather(in.data_ptr(), flat.data_ptr(), wire.count(in), wire.dtype);
   auto finish = [flat, targets] { split_flat(flat, 0, targets); };
-  return track(c10d::OpType::ALLGATHER_COALESCED, request, targets, {in, flat}, finish);
+  return track(c10d::OpType::ALLGATHER_COALESCED, opts.timeout, request, targets, {in, flat},
+               finish);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -68,17 +73,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(std::vector<std::vecto
   at::Tensor in = contiguous_input(inputs[0]);
   if (rank_ != root) {
     TORCH_CHECK(outputs.empty(), "chorus: gather takes output tensors only on the root");
-    auto request = comm_.igather(in.data_ptr(), nullptr, wire.count(in), wire.dtype, root);
-    return track(c10d::OpType::GATHER, request, {}, {in});
+    auto request = comm("gather", opts.timeout)
+                       .igather(in.data_ptr(), nullptr, wire.count(in), wire.dtype, root);
+    return track(c10d::OpType::GATHER, opts.timeout, request, {}, {in});
   }
   TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
               "chorus: gather needs one output list of ", size_, " tensors on the root");
   require_like(outputs[0], in.scalar_type(), in.numel(), "gather");
   at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
-  auto request = comm_.igather(in.data_ptr(), flat.data_ptr(), wire.count(in), wire.dtype, root);
+  auto request = comm("gather", opts.timeout)
+                     .igather(in.data_ptr(), flat.data_ptr(), wire.count(in), wire.dtype, root);
   std::vector<at::Tensor> targets = outputs[0];
   auto finish = [flat, targets] { split_flat(flat, 0, targets); };
-  return track(c10d::OpType::GATHER, request, targets, {in, flat}, finish);
+  return track(c10d::OpType::GATHER, opts.timeout, request, targets, {in, flat}, finish);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(std::vector<at::Tensor>& outputs,
@@ -97,11 +104,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(std::vector<at::Tenso
   } else {
     TORCH_CHECK(inputs.empty(), "chorus: scatter takes input tensors only on the root");
   }
-  auto request = comm_.iscatter(flat.defined() ? flat.data_ptr() : nullptr, out.data_ptr(),
-                                wire.count(out), wire.dtype, root);
+  auto request = comm("scatter", opts.timeout)
+                     .iscatter(flat.defined() ? flat.data_ptr() : nullptr, out.data_ptr(),
+                               wire.count(out), wire.dtype, root);
   std::vector<at::Tensor> keep{out};
   if (flat.defined()) keep.push_back(flat);
-  return track(c10d::OpType::SCATTER, request, outputs, keep, copy_back(outputs[0], out));
+  return track(c10d::OpType::SCATTER, opts.timeout, request, outputs, keep,
+               copy_back(outputs[0], out));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter(
@@ -115,8 +124,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter(
   require_like(inputs[0], outputs[0].scalar_type(), outputs[0].numel(), "reduce_scatter");
   at::Tensor flat = concat_flat(inputs[0]);
   at::Tensor out = contiguous_output(outputs[0]);
-  auto request = comm_.ireduce_scatter(flat.data_ptr(), out.data_ptr(), wire.count(out), wire.dtype, op);
-  return track(c10d::OpType::REDUCE_SCATTER, request, outputs, {flat, out}, copy_back(outputs[0], out));
+  auto request =
+      comm("reduce_scatter", opts.timeout)
+          .ireduce_scatter(flat.data_ptr(), out.data_ptr(), wire.count(out), wire.dtype, op);
+  return track(c10d::OpType::REDUCE_SCATTER, opts.timeout, request, outputs, {flat, out},
+               copy_back(outputs[0], out));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_reduce_scatter_base(
@@ -126,8 +138,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_reduce_scatter_base(
   require_like({input}, output.scalar_type(), size_ * output.numel(), "_reduce_scatter_base");
   at::Tensor in = contiguous_input(input);
   at::Tensor out = contiguous_output(output);
-  auto request = comm_.ireduce_scatter(in.data_ptr(), out.data_ptr(), wire.count(out), wire.dtype, op);
-  return track(c10d::OpType::_REDUCE_SCATTER_BASE, request, {output}, {in, out}, copy_back(output, out));
+  auto request =
+      comm("_reduce_scatter_base", opts.timeout)
+          .ireduce_scatter(in.data_ptr(), out.data_ptr(), wire.count(out), wire.dtype, op);
+  return track(c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, request, {output}, {in, out},
+               copy_back(output, out));
 }
 
 }  // namespace chorus_torch

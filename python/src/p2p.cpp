@@ -15,9 +15,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>&
   require_one(tensors, "send");
   const Wire wire = wire_of(tensors[0], "send");
   at::Tensor buf = contiguous_input(tensors[0]);
-  auto request = comm_.isend(buf.data_ptr(), wire.count(buf), wire.dtype, dst, tag);
-  return c10::make_intrusive<ChorusWork>(rank_, c10d::OpType::SEND, request, tensors,
-                                         std::vector<at::Tensor>{buf}, std::function<void()>{});
+  auto request = comm("send").isend(buf.data_ptr(), wire.count(buf), wire.dtype, dst, tag);
+  return p2p_work(c10d::OpType::SEND, request, tensors, buf, {});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>& tensors, int src,
@@ -25,9 +24,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>&
   require_one(tensors, "recv");
   const Wire wire = wire_of(tensors[0], "recv");
   at::Tensor buf = contiguous_output(tensors[0]);
-  auto request = comm_.irecv(buf.data_ptr(), wire.count(buf), wire.dtype, src, tag);
-  return c10::make_intrusive<ChorusWork>(rank_, c10d::OpType::RECV, request, tensors,
-                                         std::vector<at::Tensor>{buf}, copy_back(tensors[0], buf));
+  auto request = comm("recv").irecv(buf.data_ptr(), wire.count(buf), wire.dtype, src, tag);
+  return p2p_work(c10d::OpType::RECV, request, tensors, buf, copy_back(tensors[0], buf));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(std::vector<at::Tensor>& tensors,
@@ -35,9 +33,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(std::vector<at:
   require_one(tensors, "recvAnysource");
   const Wire wire = wire_of(tensors[0], "recvAnysource");
   at::Tensor buf = contiguous_output(tensors[0]);
-  auto request = comm_.irecv_any(buf.data_ptr(), wire.count(buf), wire.dtype, tag);
-  return c10::make_intrusive<ChorusWork>(rank_, c10d::OpType::RECVANYSOURCE, request, tensors,
-                                         std::vector<at::Tensor>{buf}, copy_back(tensors[0], buf));
+  auto request = comm("recvAnysource").irecv_any(buf.data_ptr(), wire.count(buf), wire.dtype, tag);
+  return p2p_work(c10d::OpType::RECVANYSOURCE, request, tensors, buf, copy_back(tensors[0], buf));
 }
 
 }  // namespace chorus_torch

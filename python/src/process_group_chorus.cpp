@@ -18,22 +18,51 @@ ProcessGroupChorus::ProcessGroupChorus(int rank, int size, const std::string& st
   options.host_store = false;  // the caller started (and publishes) the store
   options.auth_token = secret;
   options.timeout = timeout;
-  comm_ = chorus::Communicator::init(options);
+  group_ = std::make_shared<GroupState>(chorus::Communicator::init(options));
   completions_ = std::make_unique<CompletionQueue>();
+  watchdog_ = std::make_unique<Watchdog>();
 }
 
-// The queue completes every outstanding work before the communicator goes away.
-ProcessGroupChorus::~ProcessGroupChorus() { completions_.reset(); }
+// The queue completes every outstanding work (the watchdog still expiring those
+// past their per-call timeout) before the communicator goes away. Works the
+// program still holds share the GroupState, not the communicator: it goes now.
+ProcessGroupChorus::~ProcessGroupChorus() {
+  completions_.reset();
+  watchdog_.reset();
+  group_->release();
+}
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::track(c10d::OpType type, chorus::Request request,
+chorus::Communicator& ProcessGroupChorus::comm(const char* op, std::chrono::milliseconds timeout) {
+  TORCH_CHECK(timeout == c10d::kUnsetTimeout || timeout.count() > 0, "chorus: ", op,
+              ": the timeout must be positive, got ", timeout.count(), " ms");
+  return group_->comm(op);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::track(c10d::OpType type,
+                                                         std::chrono::milliseconds timeout,
+                                                         chorus::Request request,
                                                          std::vector<at::Tensor> outputs,
                                                          std::vector<at::Tensor> keep_alive,
                                                          std::function<void()> finish) {
   const bool pending = request.valid();
-  auto work = c10::make_intrusive<ChorusWork>(rank_, type, std::move(request), std::move(outputs),
-                                              std::move(keep_alive), std::move(finish));
-  if (pending) completions_->push(work);
+  auto work =
+      c10::make_intrusive<ChorusWork>(rank_, type, std::move(request), std::move(outputs),
+                                      std::move(keep_alive), std::move(finish), group_, timeout);
+  if (pending) {
+    completions_->push(work);
+    if (work->deadline()) watchdog_->watch(work);
+  }
   return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::p2p_work(c10d::OpType type,
+                                                            chorus::Request request,
+                                                            std::vector<at::Tensor> outputs,
+                                                            at::Tensor buffer,
+                                                            std::function<void()> finish) {
+  return c10::make_intrusive<ChorusWork>(rank_, type, std::move(request), std::move(outputs),
+                                         std::vector<at::Tensor>{std::move(buffer)},
+                                         std::move(finish), group_, c10d::kUnsetTimeout);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::broadcast(std::vector<at::Tensor>& tensors,
@@ -41,9 +70,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::broadcast(std::vector<at::Ten
   require_one(tensors, "broadcast");
   const Wire wire = wire_of(tensors[0], "broadcast");
   at::Tensor buf = contiguous_output(tensors[0]);
-  auto request = comm_.ibroadcast(buf.data_ptr(), buf.data_ptr(), wire.count(buf), wire.dtype,
-                                  static_cast<int>(opts.rootRank));
-  return track(c10d::OpType::BROADCAST, request, tensors, {buf}, copy_back(tensors[0], buf));
+  auto request = comm("broadcast", opts.timeout)
+                     .ibroadcast(buf.data_ptr(), buf.data_ptr(), wire.count(buf), wire.dtype,
+                                 static_cast<int>(opts.rootRank));
+  return track(c10d::OpType::BROADCAST, opts.timeout, request, tensors, {buf},
+               copy_back(tensors[0], buf));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce(std::vector<at::Tensor>& tensors,
@@ -52,8 +83,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce(std::vector<at::Ten
   const Wire wire = wire_of(tensors[0], "allreduce");
   const chorus::ReduceOp op = wire_op(opts.reduceOp, tensors[0].scalar_type(), "allreduce");
   at::Tensor buf = contiguous_output(tensors[0]);
-  auto request = comm_.iall_reduce(buf.data_ptr(), buf.data_ptr(), wire.count(buf), wire.dtype, op);
-  return track(c10d::OpType::ALLREDUCE, request, tensors, {buf}, copy_back(tensors[0], buf));
+  auto request = comm("allreduce", opts.timeout)
+                     .iall_reduce(buf.data_ptr(), buf.data_ptr(), wire.count(buf), wire.dtype, op);
+  return track(c10d::OpType::ALLREDUCE, opts.timeout, request, tensors, {buf},
+               copy_back(tensors[0], buf));
 }
 
 // All tensors travel as one flat buffer, reduced once, then copied back.
@@ -69,9 +102,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce_coalesced(
   const Wire wire = wire_of(tensors[0], "allreduce_coalesced");
   const chorus::ReduceOp op = wire_op(opts.reduceOp, tensors[0].scalar_type(), "allreduce_coalesced");
   at::Tensor flat = concat_flat(tensors);
-  auto request = comm_.iall_reduce(flat.data_ptr(), flat.data_ptr(), wire.count(flat), wire.dtype, op);
+  auto request =
+      comm("allreduce_coalesced", opts.timeout)
+          .iall_reduce(flat.data_ptr(), flat.data_ptr(), wire.count(flat), wire.dtype, op);
   auto finish = [flat, tensors] { split_flat(flat, 0, tensors); };
-  return track(c10d::OpType::ALLREDUCE_COALESCED, request, tensors, {flat}, finish);
+  return track(c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, request, tensors, {flat}, finish);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(std::vector<at::Tensor>& tensors,
@@ -81,12 +116,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(std::vector<at::Tensor
   const chorus::ReduceOp op = wire_op(opts.reduceOp, tensors[0].scalar_type(), "reduce");
   const int root = static_cast<int>(opts.rootRank);
   at::Tensor buf = contiguous_output(tensors[0]);
-  auto request = comm_.ireduce(buf.data_ptr(), buf.data_ptr(), wire.count(buf), wire.dtype, op, root);
-  return track(c10d::OpType::REDUCE, request, tensors, {buf}, copy_back(tensors[0], buf));
+  auto request =
+      comm("reduce", opts.timeout)
+          .ireduce(buf.data_ptr(), buf.data_ptr(), wire.count(buf), wire.dtype, op, root);
+  return track(c10d::OpType::REDUCE, opts.timeout, request, tensors, {buf},
+               copy_back(tensors[0], buf));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOptions&) {
-  return track(c10d::OpType::BARRIER, comm_.ibarrier(), {}, {});
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOptions& opts) {
+  auto request = comm("barrier", opts.timeout).ibarrier();
+  return track(c10d::OpType::BARRIER, opts.timeout, request, {}, {});
 }
 
 }  // namespace chorus_torch

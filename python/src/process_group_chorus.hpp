@@ -6,6 +6,11 @@
 // copies, complex tensors travel as pairs of reals (SUM and AVG only), and bool
 // travels as uint8 (SUM/MAX act as logical or, PRODUCT/MIN as logical and).
 // Anything unsupported throws a c10::Error naming the operation, dtype or op.
+//
+// The `timeout` of an operation's options (c10d::kUnsetTimeout: none) bounds that
+// operation from the moment it is issued; the creation timeout (the
+// communicator's) bounds every operation as well. Passing a timeout breaks the
+// group: see chorus_work.hpp.
 #pragma once
 
 #include "chorus_work.hpp"
@@ -72,18 +77,29 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
   /// The algorithm Chorus ran for the last collective on this rank (diagnostics).
-  std::string last_algorithm() const { return comm_.last_algorithm(); }
+  std::string last_algorithm() const { return group_->last_algorithm(); }
 
  private:
-  /// Wraps `request` in a work, queues it for completion and returns it.
-  c10::intrusive_ptr<c10d::Work> track(c10d::OpType type, chorus::Request request,
-                                       std::vector<at::Tensor> outputs,
+  /// The communicator to issue `op` on, with per-call `timeout` (kUnsetTimeout:
+  /// none). Throws naming `op` when the timeout is not positive or the group is
+  /// unusable, before anything is sent.
+  chorus::Communicator& comm(const char* op,
+                             std::chrono::milliseconds timeout = c10d::kUnsetTimeout);
+  /// Wraps `request` in a work with per-call `timeout`, queues it for completion
+  /// (and for the watchdog when it has a timeout) and returns it.
+  c10::intrusive_ptr<c10d::Work> track(c10d::OpType type, std::chrono::milliseconds timeout,
+                                       chorus::Request request, std::vector<at::Tensor> outputs,
                                        std::vector<at::Tensor> keep_alive,
                                        std::function<void()> finish = {});
+  /// A point-to-point work (not queued: see p2p.cpp).
+  c10::intrusive_ptr<c10d::Work> p2p_work(c10d::OpType type, chorus::Request request,
+                                          std::vector<at::Tensor> outputs, at::Tensor buffer,
+                                          std::function<void()> finish);
 
   std::shared_ptr<chorus::StoreServer> server_;
-  chorus::Communicator comm_;
+  std::shared_ptr<GroupState> group_;
   std::unique_ptr<CompletionQueue> completions_;
+  std::unique_ptr<Watchdog> watchdog_;
 };
 
 }  // namespace chorus_torch
