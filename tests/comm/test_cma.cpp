@@ -196,6 +196,13 @@ TEST(CmaFallback, DisabledByEnvironment) {
 }
 
 TEST(CmaThreads, OneAddressSpaceCopiesDirectly) {
+#if defined(__SANITIZE_THREAD__)
+  // Each thread-rank maps the arena at its own address, so ThreadSanitizer cannot pair a
+  // flag's release store with the acquire load through the other mapping; the user buffers
+  // read here sit at one address, and it reports the (ordered) accesses as a race. The forked
+  // CmaProcesses tests run under TSan instead.
+  GTEST_SKIP() << "arena flags are mapped twice in one process: invisible to ThreadSanitizer";
+#endif
   ::setenv("CHORUS_ALGO", "allreduce=cma,broadcast=cma,allgather=cma", 1);
   ThreadJob job(4);
   ASSERT_TRUE(job.ok());
