@@ -10,7 +10,7 @@
 #include "algorithms/cost_model.hpp"
 #include "algorithms/selection.hpp"
 #include "forked_ranks.hpp"
-#include "reference.hpp"
+#include "reduction_checks.hpp"
 #include "thread_ranks.hpp"
 
 #include <linux/capability.h>
@@ -32,11 +32,6 @@ constexpr std::size_t kSmallCounts[] = {0, 1, 7, 1501};
 constexpr std::size_t kLargeCount = 1'000'003;  // 2 to 8 MiB, odd: uneven slices, many chunks
 const char* const kForceCma = "CHORUS_ALGO=allreduce=cma,broadcast=cma,allgather=cma";
 
-std::string label(const char* what, DataType t, ReduceOp op, std::size_t count, bool in_place) {
-  return std::string(what) + " " + std::string(to_string(t)) + " " + std::string(to_string(op)) +
-         " count " + std::to_string(count) + (in_place ? " in place" : "");
-}
-
 void expect_algorithm(Communicator& c, std::size_t count, const std::string& what) {
   if (c.size() > 1 && count > 0)
     rank_check(c.last_algorithm() == "cma", what + " ran " + c.last_algorithm());
@@ -46,7 +41,7 @@ void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count
   auto send = make_input(c.rank(), count, t, op);
   std::vector<unsigned char> recv(send.size(), 0xAB);
   unsigned char* out = in_place ? send.data() : recv.data();
-  const std::string what = label("allreduce", t, op, count, in_place);
+  const std::string what = case_label("allreduce", t, op, count, in_place);
   c.all_reduce(send.data(), out, count, t, op);
   expect_algorithm(c, count, what);
   for (std::size_t i = 0; i < count; ++i) {
@@ -90,7 +85,7 @@ std::vector<int> roots_of(int n) {
 
 void broadcast_and_gather_case(Communicator& c, DataType t, std::size_t count, bool in_place) {
   const std::size_t bytes = count * dtype_size(t);
-  const std::string what = label("broadcast/allgather", t, ReduceOp::Sum, count, in_place);
+  const std::string what = case_label("broadcast/allgather", t, ReduceOp::Sum, count, in_place);
   for (int root : roots_of(c.size())) {
     auto mine = block_of_rank(c.rank(), count, t);
     std::vector<unsigned char> recv(bytes, 0xAB);

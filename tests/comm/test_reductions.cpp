@@ -1,7 +1,7 @@
 // Reductions through the public C++ API over real transports, threads as ranks:
 // every dtype x op (avg included) x count x in-place, every root, checked
 // against references computed independently in double (reference.hpp).
-#include "reference.hpp"
+#include "reduction_checks.hpp"
 #include "thread_ranks.hpp"
 
 #include <gtest/gtest.h>
@@ -14,24 +14,6 @@ namespace {
 
 constexpr std::size_t kCounts[] = {0, 1, 7, 1031};
 
-std::string label(DataType t, ReduceOp op, std::size_t count, bool in_place) {
-  return std::string(to_string(t)) + " " + std::string(to_string(op)) + " count " +
-         std::to_string(count) + (in_place ? " in place" : "");
-}
-
-/// Checks `got[i]` against the reduction of input element first+i, stopping at the first difference.
-void expect_reduced(const std::vector<unsigned char>& got, std::size_t count, std::size_t first,
-                    int n, DataType t, ReduceOp op, const std::string& what) {
-  for (std::size_t i = 0; i < count; ++i) {
-    double want = expected_reduction(n, first + i, t, op);
-    double have = element(got, i, t);
-    if (have != want) {
-      ADD_FAILURE() << what << ": element " << i << " is " << have << ", expected " << want;
-      return;
-    }
-  }
-}
-
 void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place) {
   auto send = make_input(c.rank(), count, t, op);
   std::vector<unsigned char> recv(send.size(), 0xAB);
@@ -42,7 +24,8 @@ void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count
     c.all_reduce(send.data(), recv.data(), count, t, op);
     EXPECT_EQ(send, make_input(c.rank(), count, t, op)) << "send buffer modified";
   }
-  expect_reduced(recv, count, 0, c.size(), t, op, "allreduce " + label(t, op, count, in_place));
+  expect_reduced(recv.data(), count, 0, c.size(), t, op,
+                 case_label("allreduce", t, op, count, in_place));
 }
 
 void reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place, int root) {
@@ -53,8 +36,8 @@ void reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bo
   c.reduce(send.data(), out, count, t, op, root);
   if (!is_root) return;
   if (in_place) recv = send;
-  expect_reduced(recv, count, 0, c.size(), t, op,
-                 "reduce root " + std::to_string(root) + " " + label(t, op, count, in_place));
+  expect_reduced(recv.data(), count, 0, c.size(), t, op,
+                 case_label("reduce root " + std::to_string(root), t, op, count, in_place));
 }
 
 void reduce_scatter_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place) {
@@ -68,8 +51,8 @@ void reduce_scatter_case(Communicator& c, DataType t, ReduceOp op, std::size_t c
   } else {
     c.reduce_scatter(send.data(), recv.data(), count, t, op);
   }
-  expect_reduced(recv, count, c.rank() * count, c.size(), t, op,
-                 "reducescatter " + label(t, op, count, in_place));
+  expect_reduced(recv.data(), count, c.rank() * count, c.size(), t, op,
+                 case_label("reducescatter", t, op, count, in_place));
 }
 
 class Reductions : public ::testing::TestWithParam<std::tuple<std::string, int>> {};

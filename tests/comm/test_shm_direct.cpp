@@ -4,7 +4,7 @@
 // 2 KiB rounds), checked against reference.hpp; that they are the algorithms
 // that ran; that many mixed calls keep their rounds apart; that ranks in
 // different calls fail with a Mismatch; that forced TCP has no arena.
-#include "reference.hpp"
+#include "reduction_checks.hpp"
 #include "thread_ranks.hpp"
 
 #include <chorus/error.hpp>
@@ -66,30 +66,13 @@ void expect_block(const unsigned char* got, int r, std::size_t first, std::size_
   }
 }
 
-void expect_reduced(const unsigned char* got, std::size_t count, std::size_t first, int n,
-                    DataType t, ReduceOp op, const std::string& what) {
-  for (std::size_t i = 0; i < count; ++i) {
-    double want = expected_reduction(n, first + i, t, op);
-    double have = decode(t, got + i * dtype_size(t));
-    if (have != want) {
-      ADD_FAILURE() << what << ": element " << i << " is " << have << ", expected " << want;
-      return;
-    }
-  }
-}
-
-std::string label(const char* what, DataType t, ReduceOp op, std::size_t count, bool in_place) {
-  return std::string(what) + " " + std::string(to_string(t)) + " " + std::string(to_string(op)) +
-         " count " + std::to_string(count) + (in_place ? " in place" : "");
-}
-
 void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place) {
   auto send = make_input(c.rank(), count, t, op);
   std::vector<unsigned char> recv(send.size(), 0xAB);
   unsigned char* out = in_place ? send.data() : recv.data();
   c.all_reduce(send.data(), out, count, t, op);
   expect_shm_direct(c, count);
-  expect_reduced(out, count, 0, c.size(), t, op, label("allreduce", t, op, count, in_place));
+  expect_reduced(out, count, 0, c.size(), t, op, case_label("allreduce", t, op, count, in_place));
 }
 
 void reduce_scatter_case(Communicator& c, DataType t, ReduceOp op, std::size_t count,
@@ -101,7 +84,7 @@ void reduce_scatter_case(Communicator& c, DataType t, ReduceOp op, std::size_t c
   c.reduce_scatter(send.data(), out, count, t, op);
   expect_shm_direct(c, count);
   expect_reduced(out, count, c.rank() * count, c.size(), t, op,
-                 label("reducescatter", t, op, count, in_place));
+                 case_label("reducescatter", t, op, count, in_place));
 }
 
 void reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, int root) {
@@ -114,7 +97,7 @@ void reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, in
   expect_shm_direct(c, count);
   if (is_root) {
     expect_reduced(out, count, 0, c.size(), t, op,
-                   label("reduce", t, op, count, in_place) + " root " + std::to_string(root));
+                   case_label("reduce", t, op, count, in_place) + " root " + std::to_string(root));
   }
 }
 

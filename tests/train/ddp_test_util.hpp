@@ -94,4 +94,21 @@ inline void run_ranks(int n, const std::function<void(int, chorus::Communicator&
   job.run([&](chorus::Communicator& comm) { body(comm.rank(), comm); });
 }
 
+/// One DDP step of the MLP on rows [first, first + count); returns the local loss. With
+/// `clip` > 0 the gradients are clipped to that global norm, which goes to *norm.
+inline double mlp_step(DistributedDataParallel& ddp, torch::nn::SequentialImpl& model,
+                torch::optim::Optimizer& opt, const Data& d, std::size_t s, std::int64_t first,
+                std::int64_t count, double clip = 0, double* norm = nullptr) {
+  opt.zero_grad();
+  ddp.prepare_for_backward(count);
+  auto loss = torch::mse_loss(model.forward(d.x[s].narrow(0, first, count)),
+                              d.y[s].narrow(0, first, count));
+  loss.backward();
+  ddp.finish_gradient_sync();
+  if (clip > 0) *norm = ddp.clip_grad_norm(clip);
+  opt.step();
+  ddp.after_optimizer_step();
+  return loss.item<double>();
+}
+
 }  // namespace chorus::train::testing

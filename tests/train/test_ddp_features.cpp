@@ -25,22 +25,6 @@ std::shared_ptr<TwoHeadsImpl> make_two_heads(std::uint64_t seed) {
   return std::make_shared<TwoHeadsImpl>();
 }
 
-/// One DDP step of the MLP on rows [first, first + count); returns the local loss.
-double mlp_step(DistributedDataParallel& ddp, torch::nn::SequentialImpl& model,
-                torch::optim::Optimizer& opt, const Data& d, std::size_t s, std::int64_t first,
-                std::int64_t count, double clip = 0, double* norm = nullptr) {
-  opt.zero_grad();
-  ddp.prepare_for_backward(count);
-  auto loss = torch::mse_loss(model.forward(d.x[s].narrow(0, first, count)),
-                              d.y[s].narrow(0, first, count));
-  loss.backward();
-  ddp.finish_gradient_sync();
-  if (clip > 0) *norm = ddp.clip_grad_norm(clip);
-  opt.step();
-  ddp.after_optimizer_step();
-  return loss.item<double>();
-}
-
 TEST(DdpFeatures, UnusedParametersAreReducedAsZeros) {
   const std::vector<int> sizes{5, 8, 6};
   const Data d = make_data(3, 19, 11);

@@ -12,21 +12,6 @@
 namespace chorus::train::testing {
 namespace {
 
-/// One DDP step of the MLP on rows [first, first + count); returns the local loss.
-double step(DistributedDataParallel& ddp, torch::nn::SequentialImpl& model,
-            torch::optim::Optimizer& opt, const Data& d, std::size_t s, std::int64_t first,
-            std::int64_t count) {
-  opt.zero_grad();
-  ddp.prepare_for_backward(count);
-  auto loss = torch::mse_loss(model.forward(d.x[s].narrow(0, first, count)),
-                              d.y[s].narrow(0, first, count));
-  loss.backward();
-  ddp.finish_gradient_sync();
-  opt.step();
-  ddp.after_optimizer_step();
-  return loss.item<double>();
-}
-
 TEST(DdpState, LocalSgdAveragesParametersEveryNSteps) {
   const std::vector<int> sizes{6, 10};
   const Data d = make_data(4, 16, 31);
@@ -60,7 +45,7 @@ TEST(DdpState, LocalSgdAveragesParametersEveryNSteps) {
     DistributedDataParallel ddp(model, comm, o);
     auto opt = make_optimizer(false, model->parameters());
     for (std::size_t s = 0; s < d.x.size(); ++s) {
-      step(ddp, *model, *opt, d, s, share_begin(sizes, rank), sizes[rank]);
+      mlp_step(ddp, *model, *opt, d, s, share_begin(sizes, rank), sizes[rank]);
       EXPECT_EQ(ddp.verify_replicas(), s % 2 == 1) << "step " << s;
     }
     expect_params_near(clone_params(*model), want, 1e-5, "rank " + std::to_string(rank));
@@ -88,7 +73,7 @@ TEST(DdpState, StatsAndBucketLayout) {
       EXPECT_EQ(ddp.bucket_assignment(), assign_buckets(bytes, 100, 400));
       EXPECT_GT(ddp.bucket_assignment().size(), 2u);
       auto opt = make_optimizer(false, model->parameters());
-      for (std::size_t s = 0; s < 2; ++s) step(ddp, *model, *opt, d, s, rank * 4, 4);
+      for (std::size_t s = 0; s < 2; ++s) mlp_step(ddp, *model, *opt, d, s, rank * 4, 4);
       const auto st = ddp.stats();
       EXPECT_EQ(st.steps, 2);
       const std::int64_t wire = compression == GradCompression::None ? 4 : 2;
@@ -104,7 +89,7 @@ void train(DistributedDataParallel& ddp, torch::nn::SequentialImpl& model,
            torch::optim::Optimizer& opt, const Data& d, std::size_t from, std::size_t to, int rank,
            std::vector<double>& losses) {
   for (std::size_t s = from; s < to; ++s)
-    losses.push_back(step(ddp, model, opt, d, s, rank * 5, 5));
+    losses.push_back(mlp_step(ddp, model, opt, d, s, rank * 5, 5));
 }
 
 TEST(DdpState, CheckpointResumeContinuesTheSameLossCurve) {
