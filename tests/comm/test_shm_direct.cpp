@@ -1,8 +1,10 @@
 // The shm_direct collectives (src/algorithms/*/shm_direct.cpp) over a real host
 // arena, threads as ranks: every collective, dtype, op (avg included), root,
-// in place, counts 0, 1, 7 and multi-chunk ones (CHORUS_SHM_ARENA_BYTES=4096:
-// 2 KiB rounds), checked against reference.hpp; that they are the algorithms
-// that ran; that many mixed calls keep their rounds apart; that ranks in
+// in place, counts 0, 1, 7 and multi-chunk ones (CHORUS_SHM_ARENA_BYTES=16384:
+// 8 KiB rounds in the halves, the last round of a call often small enough for a
+// 4 KiB lane), checked against reference.hpp; that they are the algorithms that
+// ran; that many mixed calls keep their rounds apart; that a rank running many
+// small rounds ahead of slow ones reuses the lanes correctly; that ranks in
 // different calls fail with a Mismatch; that forced TCP has no arena.
 #include "reduction_checks.hpp"
 #include "thread_ranks.hpp"
@@ -11,21 +13,26 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace chorus::testing {
 namespace {
 
-constexpr std::size_t kCounts[] = {0, 1, 7, 1501};  // 1501 x 8 B: several 2 KiB rounds
+// 2501 x 8 B: two 8 KiB rounds in the halves, then one in a lane; x 2 B: one half round.
+constexpr std::size_t kCounts[] = {0, 1, 7, 2501};
 
 /// Selects shm_direct with a small arena for the communicators a test creates.
 class ShmDirectEnv : public ::testing::Test {
  protected:
   void SetUp() override {
     ::setenv("CHORUS_ALGO", "shm_direct", 1);
-    ::setenv("CHORUS_SHM_ARENA_BYTES", "4096", 1);
+    ::setenv("CHORUS_SHM_ARENA_BYTES", "16384", 1);
   }
   void TearDown() override {
     ::unsetenv("CHORUS_ALGO");
@@ -238,6 +245,44 @@ TEST_P(ShmDirect, MixedQueuedCallsAndBarriers) {
       for (int r = 0; r < c.size(); ++r) {
         expect_block(gathered.data() + r * b.size(), r, 0, count, DataType::Int32, "mixed");
       }
+    }
+  });
+}
+
+// Rooted calls let one side run ahead: the root of a broadcast or scatter, the
+// non-roots of a gather wait for nobody but the lane reuse rule (host_arena.hpp).
+// The slow side sleeps now and then, so the fast one runs up to a full set of
+// lanes ahead; a large broadcast every 7 calls takes a half in between. Every
+// value of every call must arrive intact.
+TEST_P(ShmDirect, FastRanksRunAheadThroughTheLanes) {
+  ThreadJob job(GetParam());
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    const int n = c.size();
+    for (int call = 0; call < 80; ++call) {
+      const bool big = call % 7 == 6;
+      const std::size_t count = big ? 3000 : 1 + static_cast<std::size_t>(call % 5) * 60;
+      const auto value = [&](std::size_t i, int from) {
+        return static_cast<std::int32_t>(call * 100003 + from * 1009 + static_cast<int>(i));
+      };
+      if (c.rank() != 0 && call % 11 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::vector<std::int32_t> data(count);
+      if (c.rank() == 0)
+        for (std::size_t i = 0; i < count; ++i) data[i] = value(i, 0);
+      c.broadcast(data.data(), data.data(), count, DataType::Int32, 0);
+      for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(data[i], value(i, 0)) << "call " << call;
+      if (big) continue;
+      // Gather to the last rank: the others run ahead of it.
+      if (c.rank() == n - 1 && call % 13 == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      std::vector<std::int32_t> mine(count), all(count * static_cast<std::size_t>(n));
+      for (std::size_t i = 0; i < count; ++i) mine[i] = value(i, c.rank());
+      c.gather(mine.data(), all.data(), count, DataType::Int32, n - 1);
+      if (c.rank() != n - 1) continue;
+      for (int r = 0; r < n; ++r)
+        for (std::size_t i = 0; i < count; ++i)
+          ASSERT_EQ(all[static_cast<std::size_t>(r) * count + i], value(i, r)) << "call " << call;
     }
   });
 }

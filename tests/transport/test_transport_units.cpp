@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -170,6 +171,18 @@ TEST(Segment, CreateOpenUnlink) {
   created.reset();
   { auto dropped = shm::Segment::create(name, 4096); }
   EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name)) << "the destructor unlinks";
+}
+
+TEST(Segment, AllocatesEveryPageAtCreation) {
+  // A sparse segment would take its page faults (or a SIGBUS when /dev/shm is
+  // full) in the first collectives that touch it.
+  const std::string name = "/chorus-unit-" + random_token();
+  const std::size_t bytes = std::size_t{3} << 20;
+  auto created = shm::Segment::create(name, bytes);
+  struct stat info {};
+  ASSERT_EQ(::stat(("/dev/shm" + name).c_str(), &info), 0);
+  EXPECT_GE(static_cast<std::size_t>(info.st_blocks) * 512, bytes);
+  EXPECT_EQ(created->base()[bytes - 1], std::byte{0});
 }
 
 TEST(WaitPolicy, PollsWithACoreEachAndYieldsAtOnceWhenOversubscribed) {

@@ -19,7 +19,7 @@ void allgather_round(HostArena& arena, const CollectiveArgs& args, std::size_t o
   const int n = arena.size();
   const int r = arena.rank();
   const std::size_t bytes = bytes_of(c, args.dtype);
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(args.deadline, bytes);
   const std::byte* source = element_at(args.send, offset, args.dtype);
   std::memcpy(arena.buffer(r, g), source, bytes);
   arena.post(2 * g);

@@ -34,7 +34,7 @@ constexpr std::size_t kOneRoundBytes = 16 * 1024;  ///< redundant reduction belo
 
 void allreduce_one_round(HostArena& arena, const CollectiveArgs& args, bool keeps_result) {
   const std::size_t bytes = bytes_of(args.count, args.dtype);
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(args.deadline, bytes);
   std::memcpy(arena.buffer(arena.rank(), g), args.send, bytes);
   arena.post(2 * g);
   if (!keeps_result) return;
@@ -50,7 +50,7 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
                      std::size_t count, bool keeps_result) {
   const int n = arena.size();
   const int r = arena.rank();
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(count, args.dtype));
   std::memcpy(arena.buffer(r, g), element_at(args.send, offset, args.dtype),
               bytes_of(count, args.dtype));
   arena.post(2 * g);

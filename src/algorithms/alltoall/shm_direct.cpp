@@ -21,7 +21,7 @@ void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& 
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::size_t piece = bytes_of(c, args.dtype);
-    const std::uint64_t g = arena.begin_round(args.deadline);
+    const std::uint64_t g = arena.begin_round(args.deadline, piece * n);
     for (int j = 0; j < n; ++j) {
       std::memcpy(arena.buffer(r, g) + piece * j,
                   element_at(args.send, j * args.count + offset, args.dtype), piece);

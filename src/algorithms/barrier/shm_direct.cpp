@@ -21,7 +21,7 @@ transport::shm::HostArena& begin_arena_call(transport::Transport& transport,
 void barrier_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   auto& arena = begin_arena_call(transport, args);
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(args.deadline, 0);
   arena.post(2 * g);
   arena.wait_all(2 * g, args.deadline);
 }

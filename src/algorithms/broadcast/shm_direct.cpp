@@ -20,7 +20,7 @@ void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs&
   const std::size_t chunk = arena.round_bytes() / dtype_size(args.dtype);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
-    const std::uint64_t g = arena.begin_round(args.deadline);
+    const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(c, args.dtype));
     if (root) {
       std::memcpy(arena.buffer(args.root, g), element_at(args.send, offset, args.dtype),
                   bytes_of(c, args.dtype));

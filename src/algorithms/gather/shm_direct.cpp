@@ -19,7 +19,7 @@ void gather_shm_direct(transport::Transport& transport, const CollectiveArgs& ar
   const std::size_t chunk = arena.round_bytes() / dtype_size(args.dtype);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
-    const std::uint64_t g = arena.begin_round(args.deadline);
+    const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(c, args.dtype));
     const std::byte* source = element_at(args.send, offset, args.dtype);
     if (r != args.root) std::memcpy(arena.buffer(r, g), source, bytes_of(c, args.dtype));
     arena.post(2 * g);

@@ -25,7 +25,7 @@ void reduce_scatter_round(HostArena& arena, const CollectiveArgs& args, std::siz
   const int n = arena.size();
   const int r = arena.rank();
   const std::size_t piece = bytes_of(c, args.dtype);
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(args.deadline, piece * n);
   std::byte* mine = arena.buffer(r, g);
   for (int j = 0; j < n; ++j) {
     std::memcpy(mine + piece * j, element_at(args.send, j * args.count + offset, args.dtype),

@@ -38,6 +38,12 @@ std::size_t header_bytes(int size) {
   return sizeof(FlagLine) * static_cast<std::size_t>(size) + sizeof(DoorbellWord);
 }
 
+constexpr std::size_t kLanesBytes = kLaneBytes * kLanes;
+
+std::size_t segment_bytes(int size, std::size_t slot_bytes) {
+  return header_bytes(size) + (slot_bytes + kLanesBytes) * static_cast<std::size_t>(size);
+}
+
 std::uint64_t shape_of(const Fingerprint& call) {
   return std::uint64_t{static_cast<std::uint32_t>(call.root)} << 32 |
          std::uint64_t{static_cast<std::uint8_t>(call.collective)} << 16 |
@@ -70,7 +76,7 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
   if (rank == 0) {
     // A round must hold one 8-byte element per rank (reduce-scatter, scatter, all-to-all).
     slot_bytes = std::max(slot_bytes_from_env(), 128 * static_cast<std::size_t>(size));
-    segment = Segment::create(name, header_bytes(size) + slot_bytes * size);
+    segment = Segment::create(name, segment_bytes(size, slot_bytes));
     store.set(ready_key(), std::to_string(slot_bytes));
     std::vector<std::string> mapped;
     for (int r = 1; r < size; ++r) mapped.push_back(mapped_key(r));
@@ -78,7 +84,7 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
     segment->unlink();
   } else {
     slot_bytes = parse_slot_bytes(store.get(ready_key(), deadline), "the arena slot size");
-    segment = Segment::open(name, header_bytes(size) + slot_bytes * size);
+    segment = Segment::open(name, segment_bytes(size, slot_bytes));
     store.set(mapped_key(rank), "1");
   }
   return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));
@@ -89,6 +95,7 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
       rank_(rank),
       size_(size),
       slot_bytes_(slot_bytes),
+      stride_(slot_bytes + kLanesBytes),
       half_bytes_(slot_bytes / 2) {
   std::byte* base = segment_->base();
   doorbell_ = Doorbell(reinterpret_cast<DoorbellWord*>(base + sizeof(FlagLine) * size));
@@ -98,7 +105,10 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
 FlagLine& HostArena::line(int r) const { return reinterpret_cast<FlagLine*>(segment_->base())[r]; }
 
 std::byte* HostArena::buffer(int r, std::uint64_t round) const {
-  return slots_ + slot_bytes_ * static_cast<std::size_t>(r) + half_bytes_ * (round % 2);
+  std::byte* slot = slots_ + stride_ * static_cast<std::size_t>(r);
+  const std::size_t lane = round % kLanes;
+  if (small_rounds_[lane]) return slot + slot_bytes_ + kLaneBytes * lane;
+  return slot + half_bytes_ * (round % 2);
 }
 
 void HostArena::begin_call(const Fingerprint& call) {
@@ -106,21 +116,35 @@ void HostArena::begin_call(const Fingerprint& call) {
   call_ = call;
 }
 
-std::uint64_t HostArena::begin_round(Deadline deadline) {
-  ++round_;
-  if (round_ >= 2) wait_all(2 * round_ - 2, deadline);
-  round_calls_[round_ % 2] = call_;
+std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
+  const std::uint64_t g = round_ + 1;
+  const bool small = bytes <= kLaneBytes;
+  // The round whose reading must be over everywhere: the last user of g's buffer.
+  const std::uint64_t lanes = static_cast<std::uint64_t>(kLanes);
+  const std::uint64_t done = small ? (g >= lanes ? g - lanes + 1 : 0) : g - 1;
+  for (int r = 0; r < size_ && g >= 2; ++r) {
+    if (r == rank_) continue;
+    if (done >= 1 && line(r).flag.load(std::memory_order_acquire) < 2 * done) {
+      wait_slow(r, 2 * done, deadline);
+    }
+    // r's record of round g - 1 (this rank's last) stays until r begins round
+    // g - 1 + kLanes, which needs this rank's flag of round g: check it when r is there.
+    if (line(r).flag.load(std::memory_order_acquire) >= 2 * (g - 1)) check_round_of(r, g - 1);
+  }
+  round_ = g;
+  round_calls_[g % kLanes] = call_;
+  small_rounds_[g % kLanes] = small;
   publish_round();
-  return round_;
+  return g;
 }
 
 /// Seqlock write of this rank's record of round_: the tag goes to 0 first, so a
 /// reader that loads any new field (acquire, synchronizing with its release
 /// store) then sees the tag 0 or later, never the old round number. The record
-/// is reused only after every rank left round_ - 2 (begin_round), so in practice
-/// nobody reads it now; the tag makes a violation an error, not a wrong check.
+/// is reused only after every rank left round_ - kLanes (begin_round), so in
+/// practice nobody reads it now; the tag makes a violation an error, not a wrong check.
 void HostArena::publish_round() {
-  RoundRecord& record = line(rank_).rounds[round_ % 2];
+  RoundRecord& record = line(rank_).rounds[round_ % kLanes];
   record.round.store(0, std::memory_order_relaxed);
   record.seq.store(call_.seq, std::memory_order_release);
   record.count.store(call_.count, std::memory_order_release);
@@ -149,7 +173,7 @@ void HostArena::wait_for(int r, std::uint64_t value, Deadline deadline) {
 /// (seq_cst), which this rank loaded with acquire. Seqlock read (publish_round):
 /// the fields are one record when the tag reads `round` before and after them.
 void HostArena::check_round_of(int r, std::uint64_t round) {
-  RoundRecord& record = line(r).rounds[round % 2];
+  RoundRecord& record = line(r).rounds[round % kLanes];
   const std::uint64_t before = record.round.load(std::memory_order_acquire);
   Fingerprint theirs = unpack(record.seq.load(std::memory_order_acquire),
                               record.count.load(std::memory_order_acquire),
@@ -161,7 +185,7 @@ void HostArena::check_round_of(int r, std::uint64_t round) {
                                           " while rank " + std::to_string(rank_) + " read it (" +
                                           describe(call_) + ")"));
   }
-  const Fingerprint& mine = round_calls_[round % 2];
+  const Fingerprint& mine = round_calls_[round % kLanes];
   if (fingerprints_match(mine, theirs)) return;
   fail(Error(Status::Mismatch, "rank " + std::to_string(rank_) + " is in " + describe(mine) +
                                    " but rank " + std::to_string(r) + " is in " +

@@ -2,26 +2,33 @@
 // live on one host, in which the shm_direct collectives work directly.
 //
 // Layout: [FlagLine x n][DoorbellWord][slot 0] ... [slot n-1]. Each slot (one
-// per rank, CHORUS_SHM_ARENA_BYTES) is two halves; round g of any collective
-// uses half g % 2 of every slot, so a rank may fill round g + 1 while slower
-// ranks still read round g.
+// per rank) is two halves of CHORUS_SHM_ARENA_BYTES / 2 each, then kLanes lanes
+// of kLaneBytes. A round that writes at most kLaneBytes into any rank's buffer
+// (the caller says so in begin_round) is a small round and uses lane g % kLanes;
+// any other round g uses half g % 2. So a rank may fill round g + 1 while slower
+// ranks still read round g, and small rounds (rooted collectives of small
+// messages, where one side never waits for the other) may run up to
+// kLanes - 1 rounds ahead of the slowest rank, which keeps ranks that share
+// cores from trading the CPU once per call.
 //
 // Rounds. Every arena collective is a sequence of rounds, numbered by a counter
 // that every rank advances identically (ranks call the same collectives in the
 // same order and selection is a pure function). A rank's flag only grows:
 //   2g     "my writes of round g are visible, and I finished reading round g - 1";
 //   2g + 1 "my second-phase writes of round g are visible" (optional).
-// Before beginning round g (writing its half, or only its round record below) a
-// rank waits until every rank has posted 2g - 2 (finished reading round g - 2,
-// the last user of that half); that is begin_round.
+// Before beginning round g a rank waits until every rank finished reading the
+// last round that used the buffer and round record g takes: every rank has
+// posted 2g - 2 for a half (round g - 2 used it), 2(g - kLanes + 1) for a lane
+// (round g - kLanes used it, and record g % kLanes); that is begin_round.
 //
 // Mismatch: when a rank begins round g it publishes, next to its flag, a round
 // record: g and the fingerprint of the call that round belongs to (record
-// g % 2, so it is reused under the same rule as the data half). Every wait for
-// a peer's flag of round q (2q, 2q + 1, or 2q in begin_round(q + 1)) then
-// compares the peer's record of round q with its own and throws Mismatch when
-// they differ. The record travels with the data of its round, so a reader checks
-// the call of every round it reads even when the writer has already left it.
+// g % kLanes, reused under the same rule as the lanes). Every wait for a peer's
+// flag of round q (2q or 2q + 1 in this rank's round q) then compares the peer's
+// record of round q with its own and throws Mismatch when they differ; so does
+// begin_round(g) for every peer that already posted round g - 1. The record
+// travels with the data of its round, so a reader checks the call of every round
+// it reads even when the writer has already left it.
 // Waiting spins ~20 us, yields, then sleeps on the arena's futex doorbell (5 ms
 // at most), calling the ArenaWatcher (the progress engine: aborts, dead peers,
 // probes) every millisecond, so nothing hangs.
@@ -52,10 +59,14 @@ struct RoundRecord {
   std::atomic<std::uint64_t> shape{0};  ///< root, collective, dtype, op packed
 };
 
-/// One rank's flag and its records of its two latest rounds (round g in record g % 2).
+/// Small rounds in flight per rank, and the bytes a small round gives each rank.
+inline constexpr int kLanes = 16;
+inline constexpr std::size_t kLaneBytes = 4096;
+
+/// One rank's flag and its records of its latest rounds (round g in record g % kLanes).
 struct alignas(64) FlagLine {
   std::atomic<std::uint64_t> flag{0};
-  RoundRecord rounds[2];
+  RoundRecord rounds[kLanes];
 };
 
 /// What the arena asks of the transport while it waits.
@@ -86,6 +97,8 @@ class HostArena {
   int size() const { return size_; }
   /// Bytes each rank may use per round (half a slot, a multiple of 64).
   std::size_t round_bytes() const { return half_bytes_; }
+  /// Passed to begin_round by a caller that does not say how much a round holds.
+  static constexpr std::size_t kWholeRound = ~std::size_t{0};
   /// Rank `r`'s buffer in round `round`.
   std::byte* buffer(int r, std::uint64_t round) const;
 
@@ -93,8 +106,10 @@ class HostArena {
   /// already arrived fails it now). Must precede the call's first round.
   void begin_call(const Fingerprint& call);
   /// Starts the next round and returns its number: waits until this rank may
-  /// reuse its half and round record of that round, then publishes the record.
-  std::uint64_t begin_round(Deadline deadline);
+  /// reuse the buffer and round record of that round, then publishes the record.
+  /// `bytes`: the most any rank writes into its buffer in this round, the same on
+  /// every rank (a function of the call); at most kLaneBytes makes it a small round.
+  std::uint64_t begin_round(Deadline deadline, std::size_t bytes = kWholeRound);
   /// Publishes `value` as this rank's flag and wakes sleepers.
   void post(std::uint64_t value);
   /// Waits until rank `r`'s flag is at least `value` (of this rank's current or
@@ -119,15 +134,17 @@ class HostArena {
   std::shared_ptr<Segment> segment_;
   int rank_;
   int size_;
-  std::size_t slot_bytes_;
+  std::size_t slot_bytes_;  ///< both halves
+  std::size_t stride_;      ///< from one rank's slot to the next: halves and lanes
   std::size_t half_bytes_;
   std::byte* slots_ = nullptr;
   Doorbell doorbell_;
   ArenaWatcher* watcher_ = nullptr;
   WaitPolicy wait_policy_;
   Fingerprint call_;
-  std::uint64_t round_ = 0;     ///< last round begun
-  Fingerprint round_calls_[2];  ///< the call of round g is round_calls_[g % 2]
+  std::uint64_t round_ = 0;            ///< last round begun
+  Fingerprint round_calls_[kLanes];    ///< the call of round g is round_calls_[g % kLanes]
+  bool small_rounds_[kLanes] = {};     ///< whether round g is in lane g % kLanes
 };
 
 }  // namespace chorus::transport::shm

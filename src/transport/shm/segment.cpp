@@ -26,8 +26,10 @@ struct FdGuard {
   }
 };
 
+/// Maps the whole segment with its page tables filled in (MAP_POPULATE): the
+/// first collectives that touch a buffer then take no page faults.
 std::byte* map_shared(int fd, std::size_t bytes, const std::string& name) {
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (base == MAP_FAILED) throw_system("cannot map shared memory " + name, errno);
   return static_cast<std::byte*>(base);
 }
@@ -42,6 +44,13 @@ std::shared_ptr<Segment> Segment::create(const std::string& name, std::size_t by
     if (::ftruncate(fd.fd, static_cast<off_t>(bytes)) != 0) {
       throw_system("cannot size shared memory " + name + " to " + std::to_string(bytes) + " bytes",
                    errno);
+    }
+    // Allocate every page now: a full /dev/shm is an error here, not a SIGBUS in
+    // the middle of a collective.
+    if (const int code = ::posix_fallocate(fd.fd, 0, static_cast<off_t>(bytes)); code != 0) {
+      throw_system("cannot allocate " + std::to_string(bytes) + " bytes of shared memory for " +
+                       name + " (is /dev/shm full or too small?)",
+                   code);
     }
     std::byte* base = map_shared(fd.fd, bytes, name);
     return std::shared_ptr<Segment>(new Segment(name, base, bytes, /*owner=*/true));

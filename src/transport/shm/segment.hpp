@@ -11,9 +11,11 @@ namespace chorus::transport::shm {
 
 class Segment {
  public:
-  /// Creates a new segment of `bytes` zero bytes (fails if the name exists).
+  /// Creates a new segment of `bytes` zero bytes, every page allocated (fails if
+  /// the name exists or /dev/shm has no room).
   static std::shared_ptr<Segment> create(const std::string& name, std::size_t bytes);
-  /// Maps an existing segment, which must be exactly `bytes` long.
+  /// Maps an existing segment, which must be exactly `bytes` long. Both map with
+  /// the page tables filled in.
   static std::shared_ptr<Segment> open(const std::string& name, std::size_t bytes);
 
   Segment(const Segment&) = delete;

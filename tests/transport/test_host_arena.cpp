@@ -1,0 +1,132 @@
+// HostArena's reuse rules (host_arena.hpp), two arenas of one segment driven by
+// hand in two threads: how far a rank may run ahead of one that stopped in a
+// round — kLanes - 1 small rounds, one round in the halves — and that it goes on
+// as soon as the slow rank posts. Blocking is shown by a rank that has not
+// advanced after a pause; the pause only has to outlast a few begin_round calls.
+#include "bootstrap/store.hpp"
+#include "transport/shm/host_arena.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+namespace chorus::transport::shm {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::size_t kSmall = 64;        // bytes per round: a lane
+constexpr auto kPause = 200ms;           // long enough to see a rank not advancing
+
+Deadline soon() { return Clock::now() + 20s; }
+
+std::string token() {
+  std::random_device device;
+  return "unit-" + std::to_string(device()) + std::to_string(device());
+}
+
+/// Two arenas on one segment (rank 0 and rank 1), connected from two threads.
+struct ArenaPair {
+  std::unique_ptr<Store> store = make_memory_store();
+  std::unique_ptr<HostArena> arena[2];
+
+  ArenaPair() {
+    const std::string name = token();
+    std::thread other([&] { arena[1] = HostArena::connect(*store, 1, 2, name, soon()); });
+    arena[0] = HostArena::connect(*store, 0, 2, name, soon());
+    other.join();
+    Fingerprint call;
+    call.seq = 1;
+    call.collective = Collective::Broadcast;
+    for (auto& a : arena) a->begin_call(call);
+  }
+};
+
+/// Rank 0 begins and posts `rounds` rounds of `bytes` each in a thread, counting them.
+struct Runner {
+  std::atomic<int> done{0};
+  std::thread thread;
+  Runner(HostArena& arena, int rounds, std::size_t bytes) {
+    thread = std::thread([&arena, rounds, bytes, this] {
+      for (int i = 0; i < rounds; ++i) {
+        const std::uint64_t g = arena.begin_round(soon(), bytes);
+        std::memset(arena.buffer(0, g), i + 1, bytes == HostArena::kWholeRound ? 64 : bytes);
+        arena.post(2 * g);
+        done.store(i + 1);
+      }
+    });
+  }
+  ~Runner() { thread.join(); }
+};
+
+TEST(HostArena, SmallRoundsRunUpToAllLanesAheadThenWait) {
+  ArenaPair pair;
+  HostArena& slow = *pair.arena[1];
+  // The slow rank enters round 1 (posts 2: it read nothing before) and stops there.
+  const std::uint64_t first = slow.begin_round(soon(), kSmall);
+  ASSERT_EQ(first, 1u);
+  slow.post(2);
+  Runner fast(*pair.arena[0], kLanes + 1, kSmall);
+  std::this_thread::sleep_for(kPause);
+  // Rounds 1..kLanes reuse no lane the slow rank may still read; round kLanes + 1
+  // takes round 1's lane, which the slow rank is reading.
+  EXPECT_EQ(fast.done.load(), kLanes);
+  // What the slow rank reads of round 1 is still round 1's.
+  slow.wait_for(0, 2, soon());
+  EXPECT_EQ(static_cast<int>(slow.buffer(0, 1)[0]), 1);
+  // Entering round 2 says it finished reading round 1: the fast rank goes on.
+  EXPECT_EQ(slow.begin_round(soon(), kSmall), 2u);
+  slow.post(4);
+  for (int i = 0; i < 1000 && fast.done.load() < kLanes + 1; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(fast.done.load(), kLanes + 1);
+}
+
+TEST(HostArena, RoundsInTheHalvesRunOneAhead) {
+  ArenaPair pair;
+  HostArena& slow = *pair.arena[1];
+  ASSERT_EQ(slow.begin_round(soon()), 1u);
+  slow.post(2);
+  Runner fast(*pair.arena[0], 3, HostArena::kWholeRound);
+  std::this_thread::sleep_for(kPause);
+  // Round 2 uses the other half; round 3 takes round 1's half.
+  EXPECT_EQ(fast.done.load(), 2);
+  EXPECT_EQ(slow.begin_round(soon()), 2u);
+  slow.post(4);
+  for (int i = 0; i < 1000 && fast.done.load() < 3; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(fast.done.load(), 3);
+}
+
+TEST(HostArena, ARoundInAHalfAfterSmallOnesWaitsForThePreviousRound) {
+  ArenaPair pair;
+  HostArena& slow = *pair.arena[1];
+  ASSERT_EQ(slow.begin_round(soon(), kSmall), 1u);
+  slow.post(2);
+  // Rounds 1 and 2 small (lanes 1, 2), round 3 in a half: it needs every rank out of
+  // round 2, so the fast rank stops after round 2 although the half is unused.
+  std::atomic<int> done{0};
+  std::thread fast([&] {
+    HostArena& a = *pair.arena[0];
+    for (int i = 0; i < 3; ++i) {
+      const std::uint64_t g = a.begin_round(soon(), i < 2 ? kSmall : HostArena::kWholeRound);
+      a.post(2 * g);
+      done.store(i + 1);
+    }
+  });
+  std::this_thread::sleep_for(kPause);
+  EXPECT_EQ(done.load(), 2);
+  ASSERT_EQ(slow.begin_round(soon(), kSmall), 2u);
+  slow.post(4);
+  ASSERT_EQ(slow.begin_round(soon(), HostArena::kWholeRound), 3u);
+  slow.post(6);
+  fast.join();
+  EXPECT_EQ(done.load(), 3);
+}
+
+}  // namespace
+}  // namespace chorus::transport::shm
