@@ -34,6 +34,10 @@ struct CollectiveArgs {
   Fingerprint fingerprint;  ///< stamped on every message this call sends
   Deadline deadline;
   bool host_arena = false;  ///< the transport has a host arena (shm_direct algorithms need it)
+  bool allow_cma = false;   ///< CHORUS_CMA, read when the communicator was created (cma algorithms)
+  /// Where an algorithm that hands the call to another one names the one that ran (the
+  /// communicator's last_algorithm; static storage); nullptr: nobody asks.
+  std::string_view* ran_as = nullptr;
   std::size_t chunk_bytes = 0;  ///< pipelined algorithms: bytes per chunk (0: their own default)
 };
 

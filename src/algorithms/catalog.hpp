@@ -72,13 +72,14 @@ bool accepts_host_arena(const CollectiveArgs& args, int nranks);
 transport::shm::HostArena& begin_arena_call(transport::Transport& transport,
                                             const CollectiveArgs& args);
 
-// cma: single-copy reads of the peers' buffers (process_vm_readv), ordered by
-// arena flags (algorithms/cma.hpp); accept like shm_direct unless CHORUS_CMA=0,
-// and run their shm_direct counterpart where the kernel forbids the reads.
+// cma: single-copy reads of the peers' buffers (transport/shm/cross_memory.hpp),
+// ordered by arena flags (algorithms/cma.hpp); accept like shm_direct unless
+// CHORUS_CMA=0, and run their shm_direct counterpart (and name it in
+// args.ran_as) where the kernel forbids the reads.
 void allreduce_cma(transport::Transport& transport, const CollectiveArgs& args);
 void broadcast_cma(transport::Transport& transport, const CollectiveArgs& args);
 void allgather_cma(transport::Transport& transport, const CollectiveArgs& args);
-/// Accepts when args.host_arena and CHORUS_CMA is not "0".
+/// Accepts when args.host_arena and args.allow_cma.
 bool accepts_cma(const CollectiveArgs& args, int nranks);
 
 // Building blocks (n >= 2), with blocks cut by patterns::block_of(total, n, i).

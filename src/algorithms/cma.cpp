@@ -2,28 +2,21 @@
 #include "algorithms/cma.hpp"
 
 #include "algorithms/catalog.hpp"
-#include "core/env.hpp"
 #include "core/log.hpp"
 #include "transport/shm/host_arena.hpp"
-#include "transport/shm/process_state.hpp"
 
 #include <chorus/error.hpp>
 
-#include <sys/uio.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 namespace chorus::algorithms {
 namespace {
 
+using transport::shm::CrossMemory;
 using transport::shm::HostArena;
 
 constexpr std::uint64_t kReadable = 1;
@@ -65,27 +58,16 @@ std::uint64_t hash_pids(const std::vector<CmaCall::Card>& cards) {
   return h == 0 ? 1 : h;
 }
 
-/// One process_vm_readv of up to `bytes`; returns the bytes read or -1 (errno set).
-ssize_t read_remote(pid_t pid, void* dst, std::uint64_t address, std::size_t bytes) {
-  iovec local{dst, bytes};
-  iovec remote{reinterpret_cast<void*>(address), bytes};
-  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
-}
-
-/// Whether `pid` is gone or goes within 200 ms: a process being killed may fail a
-/// read with EFAULT (its memory is torn down) before it is reported gone.
-bool peer_exits(std::uint64_t pid) {
-  for (int attempt = 0; attempt < 40; ++attempt) {
-    if (!transport::shm::process_alive(static_cast<pid_t>(pid))) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
 }  // namespace
 
 bool accepts_cma(const CollectiveArgs& args, int /*nranks*/) {
-  return args.host_arena && env_or("CHORUS_CMA", "1") != "0";
+  return args.host_arena && args.allow_cma;
+}
+
+void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
+                            void (*counterpart)(transport::Transport&, const CollectiveArgs&)) {
+  if (args.ran_as) *args.ran_as = "shm_direct";
+  counterpart(transport, args);
 }
 
 std::byte* cma_scratch(std::size_t bytes) {
@@ -100,10 +82,7 @@ std::byte* cma_scratch(std::size_t bytes) {
 }
 
 CmaCall::CmaCall(transport::Transport& transport, const CollectiveArgs& args)
-    : transport_(transport),
-      args_(args),
-      arena_(begin_arena_call(transport, args)),
-      self_(::getpid()) {
+    : transport_(transport), args_(args), arena_(begin_arena_call(transport, args)) {
   round_ = arena_.begin_round(args.deadline);
   publish_card();
   arena_.post(2 * round_);
@@ -117,9 +96,10 @@ CmaCall::CmaCall(transport::Transport& transport, const CollectiveArgs& args)
 
 void CmaCall::publish_card() {
   const Known known = known_of(arena_);
-  probe_word_ = 0x43484f5255530000ull ^ (static_cast<std::uint64_t>(self_) << 20) ^ round_;
+  const auto self = static_cast<std::uint64_t>(memory_.self());
+  probe_word_ = 0x43484f5255530000ull ^ (self << 20) ^ round_;
   Card card{};
-  card.pid = static_cast<std::uint64_t>(self_);
+  card.pid = self;
   card.send = reinterpret_cast<std::uint64_t>(args_.send);
   card.recv = reinterpret_cast<std::uint64_t>(args_.recv);
   card.probe_address = reinterpret_cast<std::uint64_t>(&probe_word_);
@@ -151,8 +131,8 @@ bool CmaCall::agree() {
   remember(arena_, {pids, readable ? kReadable : kUnreadable});
   if (!readable && arena_.rank() == 0) {
     log(LogLevel::Warn,
-        "cma: some rank cannot read its peers with process_vm_readv; the cma "
-        "algorithms run as shm_direct on this communicator");
+        "cma: some rank cannot read its peers' memory (cross-memory reads are "
+        "forbidden); the cma algorithms run as shm_direct on this communicator");
   }
   return readable;
 }
@@ -161,16 +141,13 @@ bool CmaCall::agree() {
 bool CmaCall::probe_peers() {
   for (int p = 0; p < arena_.size(); ++p) {
     const Card& card = cards_[static_cast<std::size_t>(p)];
-    if (p == arena_.rank() || static_cast<pid_t>(card.pid) == self_) continue;
-    std::uint64_t value = 0;
-    const ssize_t got =
-        read_remote(static_cast<pid_t>(card.pid), &value, card.probe_address, sizeof(value));
-    if (got != static_cast<ssize_t>(sizeof(value)) || value != card.probe_value) {
-      const std::string why = got < 0 ? std::strerror(errno) : "wrong probe value";
-      log(LogLevel::Info, "cma: process_vm_readv from rank " + std::to_string(arena_.rank()) +
-                              " to rank " + std::to_string(p) + " failed: " + why);
-      return false;
-    }
+    std::string why;
+    if (p == arena_.rank() ||
+        memory_.probe(static_cast<pid_t>(card.pid), card.probe_address, card.probe_value, &why))
+      continue;
+    log(LogLevel::Info, "cma: rank " + std::to_string(arena_.rank()) + " cannot read rank " +
+                            std::to_string(p) + "'s memory: " + why);
+    return false;
   }
   return true;
 }
@@ -183,34 +160,22 @@ void CmaCall::read_recv(int peer, std::size_t offset, void* dst, std::size_t byt
   read(peer, cards_[static_cast<std::size_t>(peer)].recv, offset, dst, bytes);
 }
 
-/// Threads as ranks share one address space: a plain copy. Otherwise the kernel
-/// copies from the peer; a short read (a range crossing into unmapped memory)
-/// continues where it stopped, so the failure surfaces as that page's errno.
 void CmaCall::read(int peer, std::uint64_t base, std::size_t offset, void* dst, std::size_t bytes) {
-  if (bytes == 0) return;
   const auto pid = static_cast<pid_t>(cards_[static_cast<std::size_t>(peer)].pid);
-  if (pid == self_) {
-    std::memcpy(dst, reinterpret_cast<const void*>(base + offset), bytes);
-    return;
-  }
-  auto* out = static_cast<std::byte*>(dst);
-  std::size_t done = 0;
-  while (done < bytes) {
-    const ssize_t got = read_remote(pid, out + done, base + offset + done, bytes - done);
-    if (got <= 0) fail_read(peer, got < 0 ? errno : EFAULT, bytes);
-    done += static_cast<std::size_t>(got);
-  }
+  const int error = memory_.read(pid, base + offset, dst, bytes);
+  if (error != 0) fail_read(peer, error, bytes);
 }
 
 void CmaCall::fail_read(int peer, int error, std::size_t bytes) {
   const std::string who = "rank " + std::to_string(peer) + " (pid " +
                           std::to_string(cards_[static_cast<std::size_t>(peer)].pid) + ")";
   const std::string call = std::string(to_string(args_.collective)) + " (cma): ";
-  const bool gone = error == ESRCH || peer_exits(cards_[static_cast<std::size_t>(peer)].pid);
+  const auto pid = static_cast<pid_t>(cards_[static_cast<std::size_t>(peer)].pid);
+  const bool gone = CrossMemory::failed_by_exit(pid, error);
   const std::string message =
-      gone ? call + who + " died (process_vm_readv: " + std::strerror(error) + ")"
+      gone ? call + who + " died (cross-memory read: " + std::strerror(error) + ")"
            : call + "reading " + std::to_string(bytes) + " bytes of " + who +
-                 " failed (process_vm_readv: " + std::strerror(error) + ")";
+                 " failed (cross-memory read: " + std::strerror(error) + ")";
   const Status status = gone ? Status::RemoteError : Status::SystemError;
   transport_.abort(status, message);
   throw Error(status, message);

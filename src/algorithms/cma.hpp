@@ -1,6 +1,6 @@
-// Single-copy transfers between the ranks of one host: cross-memory attach
-// (process_vm_readv) lets a rank read a peer's user buffer directly, so a byte
-// is copied once instead of twice (into the arena, out of it). The cma
+// Single-copy transfers between the ranks of one host: cross-memory reads
+// (transport/shm/cross_memory.hpp) let a rank read a peer's user buffer directly,
+// so a byte is copied once instead of twice (into the arena, out of it). The cma
 // algorithms (allreduce/cma.cpp, broadcast/cma.cpp, allgather/cma.cpp) use the
 // host arena only to publish addresses and to order their phases with flags.
 //
@@ -15,8 +15,9 @@
 // holds; otherwise every rank reads each peer's probe word, writes its own
 // verdict and posts 2g + 1, and all adopt "every rank read every peer". Every
 // rank decides from the same published cards, so all agree. When the reads
-// are unusable the algorithm runs its shm_direct counterpart instead (accepts()
-// cannot see the arena; selection stays a pure function of the call).
+// are unusable the algorithm runs its shm_direct counterpart instead and names it
+// in args.ran_as (accepts() cannot see the arena; selection stays a pure function
+// of the call).
 //
 // Lifetime of the addresses: a card names buffers of round g's call. The
 // algorithms keep every rank in the call until no peer will read its buffers
@@ -24,8 +25,7 @@
 #pragma once
 
 #include "algorithms/algorithm.hpp"
-
-#include <sys/types.h>
+#include "transport/shm/cross_memory.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -52,8 +52,8 @@ class CmaCall {
   std::uint64_t card_round() const { return round_; }
 
   /// Copies `bytes` bytes at byte `offset` of rank `peer`'s send (recv) buffer to `dst`.
-  /// A failed read aborts the transport and throws RemoteError (the peer is gone) or
-  /// SystemError, naming the peer.
+  /// Threads as ranks (one address space) copy directly. A failed read aborts the transport
+  /// and throws RemoteError (the peer is gone) or SystemError, naming the peer.
   void read_send(int peer, std::size_t offset, void* dst, std::size_t bytes);
   void read_recv(int peer, std::size_t offset, void* dst, std::size_t bytes);
 
@@ -80,10 +80,15 @@ class CmaCall {
   transport::shm::HostArena& arena_;
   std::uint64_t round_ = 0;
   std::vector<Card> cards_;
-  pid_t self_ = 0;
+  transport::shm::CrossMemory memory_;
   volatile std::uint64_t probe_word_ = 0;  ///< read by peers while they probe
   bool usable_ = false;
 };
+
+/// Runs `counterpart`, the shm_direct algorithm of the same collective, for a cma call
+/// whose reads are unusable, and names it in args.ran_as.
+void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
+                            void (*counterpart)(transport::Transport&, const CollectiveArgs&));
 
 /// A per-thread buffer of at least `bytes` bytes, reused across calls (no page
 /// faults per call), aligned for every dtype.

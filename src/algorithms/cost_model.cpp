@@ -128,7 +128,7 @@ double arena_cost(Collective collective, const Shape& s, double m, const CostPar
 }
 
 // cma: the cards and phase flags are arena synchronisations; each byte is
-// copied once, by the kernel (process_vm_readv), which pins the peer's pages one
+// copied once, by the kernel (a cross-memory read), which pins the peer's pages one
 // by one. That copy costs kKernelCopyFactor arena bytes: measured on the
 // development machine (a PVM guest, where pinning is slow) at 64 MiB, 3.5-4 GB/s
 // against memcpy's 18 GB/s; on bare metal it is closer to 1. All-reduce: cards,
@@ -193,7 +193,13 @@ CostParameters CostParameters::defaults() {
   // about 14): per-round latencies are those of ranks competing for cores.
   CostParameters c;
   c.shm = {110e-6, 1.0e-9};
-  c.tcp = {160e-6, 4.5e-9};
+  // tcp: measured again with `chorusrun -n 2|4 chorus-perf --tune` under CHORUS_TRANSPORT=tcp on
+  // the same machine, less loaded (load ~2): alpha 14 us at 2 ranks and 37-53 us at 4, beta
+  // 0.26-0.72 ns/B. Alpha is taken near the 2-rank value: on one host, forwarding through an
+  // intermediate rank (binomial gather/scatter) costs the shared cores a receive and a send
+  // that the critical path does not show, and linear gather/scatter measured 1.5-2x faster
+  // from 1 MiB at 4 ranks; between hosts, 15 us is a plausible TCP round.
+  c.tcp = {15e-6, 0.5e-9};
   c.arena = {38e-6, 0.1e-9};
   c.gamma = 0.026e-9;
   return c;

@@ -28,6 +28,11 @@ LogLevel parse_level(const std::string& text) {
               "CHORUS_DEBUG must be ERROR, WARN, INFO or TRACE, got '" + text + "'");
 }
 
+bool parse_cma(const std::string& text) {
+  if (text == "0" || text == "1") return text == "1";
+  throw Error(Status::InvalidArgument, "CHORUS_CMA must be 0 or 1, got '" + text + "'");
+}
+
 }  // namespace
 
 std::string env_or(const char* name, const std::string& fallback) {
@@ -46,6 +51,7 @@ Config read_config() {
   config.auth_token = env_or("CHORUS_AUTH_TOKEN", "");
   config.socket_ifname = env_or("CHORUS_SOCKET_IFNAME", "");
   config.tuning_file = env_or("CHORUS_TUNING_FILE", "");
+  config.cma = parse_cma(env_or("CHORUS_CMA", "1"));
   return config;
 }
 

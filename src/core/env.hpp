@@ -16,6 +16,7 @@ struct Config {
   std::string auth_token;          ///< CHORUS_AUTH_TOKEN
   std::string socket_ifname;       ///< CHORUS_SOCKET_IFNAME: address to advertise for data connections
   std::string tuning_file;         ///< CHORUS_TUNING_FILE: cost-model parameters (chorus-perf --tune)
+  bool cma = true;                 ///< CHORUS_CMA: 0 or 1; 0 never runs the cma algorithms
 };
 
 /// Reads the CHORUS_* variables now. Malformed values throw Error(InvalidArgument).

@@ -2,24 +2,31 @@
 // across forked processes, so that process_vm_readv really reads another
 // address space: ranks {1, 2, 3, 5, 8} x every dtype and op x counts 0, 1, 7,
 // 1501 and an odd count of several MiB x in place, checked against
-// reference.hpp; that they are the algorithms that ran; that CHORUS_CMA=0 and
-// peers whose memory cannot be read fall back to shm_direct; that a peer killed
-// in the middle of calls fails every survivor with a RemoteError naming it within
-// 2 s; that threads as ranks (one address space) work too; and that the cost
-// model keeps shm_direct on this machine, where the kernel's copy is slow.
+// reference.hpp; that they are the algorithms that ran; that CHORUS_CMA=0, read
+// when the communicator is created, keeps them off, and that peers whose memory
+// cannot be read run shm_direct and report it; that a peer killed in the middle
+// of calls fails every survivor with a RemoteError naming it within 2 s; that
+// threads as ranks (one address space) work too; that the cost model keeps
+// shm_direct on this machine, where the kernel's copy is slow; and the
+// transport's cross-memory reader on its own.
+#include "algorithms/catalog.hpp"
 #include "algorithms/cost_model.hpp"
 #include "algorithms/selection.hpp"
+#include "core/env.hpp"
 #include "forked_ranks.hpp"
 #include "reduction_checks.hpp"
 #include "thread_ranks.hpp"
+#include "transport/shm/cross_memory.hpp"
 
 #include <linux/capability.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -32,18 +39,22 @@ constexpr std::size_t kSmallCounts[] = {0, 1, 7, 1501};
 constexpr std::size_t kLargeCount = 1'000'003;  // 2 to 8 MiB, odd: uneven slices, many chunks
 const char* const kForceCma = "CHORUS_ALGO=allreduce=cma,broadcast=cma,allgather=cma";
 
-void expect_algorithm(Communicator& c, std::size_t count, const std::string& what) {
+/// The algorithm that a call with data on several ranks must report: cma, or shm_direct
+/// where the peers' memory cannot be read.
+void expect_algorithm(Communicator& c, std::size_t count, const std::string& what,
+                      const std::string& algorithm) {
   if (c.size() > 1 && count > 0)
-    rank_check(c.last_algorithm() == "cma", what + " ran " + c.last_algorithm());
+    rank_check(c.last_algorithm() == algorithm, what + " ran " + c.last_algorithm());
 }
 
-void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place) {
+void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place,
+                     const std::string& algorithm = "cma") {
   auto send = make_input(c.rank(), count, t, op);
   std::vector<unsigned char> recv(send.size(), 0xAB);
   unsigned char* out = in_place ? send.data() : recv.data();
   const std::string what = case_label("allreduce", t, op, count, in_place);
   c.all_reduce(send.data(), out, count, t, op);
-  expect_algorithm(c, count, what);
+  expect_algorithm(c, count, what, algorithm);
   for (std::size_t i = 0; i < count; ++i) {
     const double have = decode(t, out + i * dtype_size(t));
     const double want = expected_reduction(c.size(), i, t, op);
@@ -83,7 +94,8 @@ std::vector<int> roots_of(int n) {
   return {0, n / 2, n - 1};
 }
 
-void broadcast_and_gather_case(Communicator& c, DataType t, std::size_t count, bool in_place) {
+void broadcast_and_gather_case(Communicator& c, DataType t, std::size_t count, bool in_place,
+                               const std::string& algorithm = "cma") {
   const std::size_t bytes = count * dtype_size(t);
   const std::string what = case_label("broadcast/allgather", t, ReduceOp::Sum, count, in_place);
   for (int root : roots_of(c.size())) {
@@ -92,7 +104,7 @@ void broadcast_and_gather_case(Communicator& c, DataType t, std::size_t count, b
     const bool is_root = c.rank() == root;
     unsigned char* out = in_place && is_root ? mine.data() : recv.data();
     c.broadcast(is_root ? mine.data() : nullptr, out, count, t, root);
-    expect_algorithm(c, count, what);
+    expect_algorithm(c, count, what, algorithm);
     rank_check(same_block(out, root, count, t),
                what + ": wrong broadcast from " + std::to_string(root));
   }
@@ -101,7 +113,7 @@ void broadcast_and_gather_case(Communicator& c, DataType t, std::size_t count, b
   unsigned char* send = in_place ? all.data() + c.rank() * bytes : mine.data();
   if (in_place && count > 0) std::memcpy(send, mine.data(), bytes);
   c.all_gather(send, all.data(), count, t);
-  expect_algorithm(c, count, what);
+  expect_algorithm(c, count, what, algorithm);
   for (int r = 0; r < c.size(); ++r) {
     rank_check(same_block(all.data() + r * bytes, r, count, t),
                what + ": wrong block " + std::to_string(r));
@@ -167,18 +179,22 @@ TEST(CmaFallback, UnreadablePeersRunShmDirect) {
                "process_vm_readv of a peer is still allowed");
     for (int repeat = 0; repeat < 3; ++repeat) {
       for (std::size_t count : {std::size_t{7}, kLargeCount / 4}) {
-        all_reduce_case(c, DataType::Float32, ReduceOp::Sum, count, repeat == 1);
-        broadcast_and_gather_case(c, DataType::Int32, count, repeat == 2);
+        all_reduce_case(c, DataType::Float32, ReduceOp::Sum, count, repeat == 1, "shm_direct");
+        broadcast_and_gather_case(c, DataType::Int32, count, repeat == 2, "shm_direct");
       }
     }
   });
   for (int status : statuses) EXPECT_TRUE(exited_cleanly(status)) << status;
 }
 
-TEST(CmaFallback, DisabledByEnvironment) {
+// CHORUS_CMA is read when the communicator is created: 0 then keeps the cma
+// algorithms off after the variable is gone.
+TEST(CmaFallback, DisabledByEnvironmentAtCreation) {
   ::setenv("CHORUS_ALGO", "allreduce=cma", 1);
   ::setenv("CHORUS_CMA", "0", 1);
   ThreadJob job(3);
+  ::unsetenv("CHORUS_CMA");
+  ::unsetenv("CHORUS_ALGO");
   ASSERT_TRUE(job.ok());
   job.run([](Communicator& c) {
     std::vector<float> data(100000, 1.0f);
@@ -186,8 +202,35 @@ TEST(CmaFallback, DisabledByEnvironment) {
     EXPECT_NE(c.last_algorithm(), "cma");
     EXPECT_EQ(data[99999], 3.0f);
   });
+}
+
+// ... and CHORUS_CMA=0 set after the creation changes nothing (forked ranks: cma
+// on threads as ranks is invisible to ThreadSanitizer, see CmaThreads).
+TEST(CmaFallback, EnvironmentAfterCreationChangesNothing) {
+  ForkedRanks job{.n = 2, .env = {kForceCma}, .limit = std::chrono::seconds(60), .before_join = {}};
+  auto statuses = run_forked_ranks(job, [](Communicator& c, SharedPage&) {
+    ::setenv("CHORUS_CMA", "0", 1);
+    all_reduce_case(c, DataType::Float32, ReduceOp::Sum, 1501, false);
+    broadcast_and_gather_case(c, DataType::Int32, 7, true);
+  });
+  for (int status : statuses) EXPECT_TRUE(exited_cleanly(status)) << status;
+}
+
+TEST(CmaFallback, EnvironmentValueIsZeroOrOne) {
+  ::setenv("CHORUS_CMA", "0", 1);
+  EXPECT_FALSE(read_config().cma);
+  ::setenv("CHORUS_CMA", "1", 1);
+  EXPECT_TRUE(read_config().cma);
+  ::setenv("CHORUS_CMA", "off", 1);
+  try {
+    read_config();
+    ADD_FAILURE() << "CHORUS_CMA=off was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("CHORUS_CMA"), std::string::npos) << e.what();
+  }
   ::unsetenv("CHORUS_CMA");
-  ::unsetenv("CHORUS_ALGO");
+  EXPECT_TRUE(read_config().cma);
 }
 
 TEST(CmaThreads, OneAddressSpaceCopiesDirectly) {
@@ -256,6 +299,7 @@ TEST(CmaSelection, ModelKeepsShmDirectWhereTheKernelCopyIsSlow) {
         args.collective = collective;
         args.count = bytes;
         args.host_arena = true;
+        args.allow_cma = true;
         const auto context = algorithms::single_host_context(n);
         EXPECT_EQ(algorithms::default_selection(args, context).algorithm->name, "shm_direct");
         EXPECT_TRUE(std::isfinite(algorithms::modelled_cost("cma", collective, bytes,
@@ -263,6 +307,124 @@ TEST(CmaSelection, ModelKeepsShmDirectWhereTheKernelCopyIsSlow) {
       }
     }
   }
+}
+
+// accepts_cma is a function of its arguments only: the environment is not consulted.
+TEST(CmaSelection, AcceptsFollowsTheArguments) {
+  ::setenv("CHORUS_CMA", "0", 1);
+  algorithms::CollectiveArgs args;
+  args.collective = Collective::AllReduce;
+  args.count = 4096;
+  for (bool arena : {false, true}) {
+    for (bool allowed : {false, true}) {
+      args.host_arena = arena;
+      args.allow_cma = allowed;
+      EXPECT_EQ(algorithms::accepts_cma(args, 4), arena && allowed) << arena << allowed;
+    }
+  }
+  ::unsetenv("CHORUS_CMA");
+}
+
+// The transport's reader against a forked child, which has this process's layout: two
+// pages, the second inaccessible, and a word to probe.
+class CmaCrossMemoryChild : public ::testing::Test {
+ protected:
+  static constexpr std::uint64_t kWord = 0x5eed'0000'1234'5678ull;
+
+  void SetUp() override {
+    page_ = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    void* map =
+        ::mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(map, MAP_FAILED);
+    pages_ = static_cast<unsigned char*>(map);
+    ASSERT_EQ(::mprotect(pages_ + page_, page_, PROT_NONE), 0);
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    ASSERT_EQ(::pipe(release_), 0);
+    child_ = ::fork();
+    ASSERT_GE(child_, 0);
+    if (child_ == 0) {  // writes its own copy of the pages, then waits for the end
+      ::close(release_[1]);
+      for (std::size_t i = 0; i < page_; ++i) pages_[i] = static_cast<unsigned char>(i * 7 + 1);
+      std::memcpy(pages_, &kWord, sizeof(kWord));
+      char byte = 1;
+      if (::write(ready[1], &byte, 1) != 1) std::_Exit(2);
+      (void)!::read(release_[0], &byte, 1);
+      std::_Exit(0);
+    }
+    ::close(ready[1]);
+    ::close(release_[0]);
+    char byte = 0;
+    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+    ::close(ready[0]);
+  }
+
+  void TearDown() override {
+    ::close(release_[1]);  // the child exits
+    if (child_ > 0) ::waitpid(child_, nullptr, 0);
+    ::munmap(pages_, 2 * page_);
+  }
+
+  std::uint64_t address(std::size_t offset) const {
+    return reinterpret_cast<std::uint64_t>(pages_ + offset);
+  }
+
+  std::size_t page_ = 0;
+  unsigned char* pages_ = nullptr;
+  int release_[2] = {-1, -1};
+  pid_t child_ = -1;
+};
+
+TEST_F(CmaCrossMemoryChild, ReadsTheChildsBytesNotOurs) {
+  transport::shm::CrossMemory memory;
+  std::vector<unsigned char> got(page_ - 8);
+  ASSERT_EQ(memory.read(child_, address(8), got.data(), got.size()), 0);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], static_cast<unsigned char>((i + 8) * 7 + 1)) << "byte " << i + 8;
+  }
+  EXPECT_EQ(pages_[8], 0) << "the child's write reached this process";
+  std::string why;
+  EXPECT_TRUE(memory.probe(child_, address(0), kWord, &why)) << why;
+  EXPECT_FALSE(memory.probe(child_, address(0), kWord + 1, &why));
+  EXPECT_EQ(why, "wrong probe value");
+}
+
+TEST_F(CmaCrossMemoryChild, ReadIntoAnInaccessiblePageFailsAfterTheReadableBytes) {
+  transport::shm::CrossMemory memory;
+  std::vector<unsigned char> got(page_ + 64, 0);
+  EXPECT_EQ(memory.read(child_, address(64), got.data(), got.size()), EFAULT);
+  // The kernel stops at the page boundary (a short read); the reader went on from there.
+  EXPECT_EQ(got[page_ - 65], static_cast<unsigned char>((page_ - 1) * 7 + 1));
+  std::string why;
+  EXPECT_FALSE(memory.probe(child_, address(page_), 0, &why));
+  EXPECT_FALSE(why.empty());
+}
+
+TEST_F(CmaCrossMemoryChild, GonePeerIsRecognised) {
+  using transport::shm::CrossMemory;
+  const pid_t child = child_;
+  EXPECT_FALSE(CrossMemory::failed_by_exit(child, EFAULT));  // alive through the grace
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  EXPECT_TRUE(CrossMemory::failed_by_exit(child, EFAULT));  // dying or a zombie: gone
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  child_ = -1;
+  std::uint64_t word = 0;
+  const int error = CrossMemory().read(child, address(0), &word, sizeof(word));
+  EXPECT_EQ(error, ESRCH);
+  EXPECT_TRUE(CrossMemory::failed_by_exit(child, error));
+}
+
+TEST(CmaCrossMemory, OwnPidIsAPlainCopy) {
+  transport::shm::CrossMemory memory;
+  EXPECT_EQ(memory.self(), ::getpid());
+  const std::uint64_t source[2] = {11, 0x1234'5678'9abc'def0ull};
+  std::uint64_t copy[2] = {};
+  EXPECT_EQ(memory.read(memory.self(), reinterpret_cast<std::uint64_t>(source), copy, sizeof(copy)),
+            0);
+  EXPECT_EQ(copy[1], source[1]);
+  std::string why;
+  EXPECT_TRUE(memory.probe(memory.self(), reinterpret_cast<std::uint64_t>(source), 99, &why))
+      << "the own pid is not probed";
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace chorus::algorithms {
 void allgather_cma(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   CmaCall call(transport, args);
-  if (!call.usable()) return allgather_shm_direct(transport, args);
+  if (!call.usable()) return run_shm_direct_instead(transport, args, allgather_shm_direct);
   auto& arena = call.arena();
   const int n = arena.size();
   const int r = arena.rank();

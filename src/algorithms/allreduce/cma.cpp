@@ -27,7 +27,7 @@
 namespace chorus::algorithms {
 namespace {
 
-/// Bytes of a peer's slice read per process_vm_readv before reducing them. Medians
+/// Bytes of a peer's slice read per cross-memory read before reducing them. Medians
 /// of 3 runs at 2 ranks, 4 / 16 / 64 MiB messages (ms): 64 KiB chunks 2.8 / 15.8 /
 /// 54, 256 KiB 1.9 / 12.3 / 37, 1 MiB 0.9 / 4.9 / 24, 4 MiB 1.1 / 7.0 / 55: fewer
 /// system calls pay until the scratch no longer stays in cache.
@@ -74,7 +74,7 @@ void gather_slices(CmaCall& call, const CollectiveArgs& args, std::uint64_t flag
 void allreduce_cma(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   CmaCall call(transport, args);
-  if (!call.usable()) return allreduce_shm_direct(transport, args);
+  if (!call.usable()) return run_shm_direct_instead(transport, args, allreduce_shm_direct);
   auto& arena = call.arena();
   const std::uint64_t g = arena.begin_round(args.deadline);
   reduce_own_slice(call, args);

@@ -15,7 +15,7 @@ namespace chorus::algorithms {
 void broadcast_cma(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   CmaCall call(transport, args);
-  if (!call.usable()) return broadcast_shm_direct(transport, args);
+  if (!call.usable()) return run_shm_direct_instead(transport, args, broadcast_shm_direct);
   auto& arena = call.arena();
   const std::uint64_t g = arena.begin_round(args.deadline);
   if (arena.rank() == args.root) {
