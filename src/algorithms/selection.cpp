@@ -132,6 +132,25 @@ Selection select(const CollectiveArgs& args, const SelectionContext& context,
   return default_selection(args, context);
 }
 
+const Selection& SelectionCache::select(const CollectiveArgs& args,
+                                        const SelectionContext& context,
+                                        const std::vector<AlgorithmOverride>& overrides) {
+  const std::size_t bytes = selection_bytes(args);
+  const std::size_t slot =
+      (bytes * 0x9E3779B97F4A7C15ull + static_cast<std::size_t>(args.collective)) >> 58;
+  Entry& entry = entries_[slot % kEntries];
+  if (!entry.used || entry.collective != args.collective || entry.bytes != bytes ||
+      entry.host_arena != args.host_arena || entry.allow_cma != args.allow_cma) {
+    entry.choice = algorithms::select(args, context, overrides);  // throws: entry untouched
+    entry.used = true;
+    entry.collective = args.collective;
+    entry.bytes = bytes;
+    entry.host_arena = args.host_arena;
+    entry.allow_cma = args.allow_cma;
+  }
+  return entry.choice;
+}
+
 const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks) {
   return *default_selection(args, single_host_context(nranks)).algorithm;
 }

@@ -84,4 +84,27 @@ Selection select(const CollectiveArgs& args, const SelectionContext& context,
 /// default_selection(args, single_host_context(nranks)).algorithm.
 const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks);
 
+/// select() for one communicator (one context, one set of overrides), remembered:
+/// a choice depends on the call only through the collective, selection_bytes()
+/// and the flags accepts() reads (host_arena, allow_cma), so calls that repeat
+/// those skip the cost model. Direct-mapped, 64 entries; not thread-safe (the
+/// communicator runs one collective at a time).
+class SelectionCache {
+ public:
+  const Selection& select(const CollectiveArgs& args, const SelectionContext& context,
+                          const std::vector<AlgorithmOverride>& overrides);
+
+ private:
+  struct Entry {
+    bool used = false;
+    Collective collective = Collective::Barrier;
+    std::size_t bytes = 0;
+    bool host_arena = false;
+    bool allow_cma = false;
+    Selection choice;
+  };
+  static constexpr std::size_t kEntries = 64;
+  Entry entries_[kEntries];
+};
+
 }  // namespace chorus::algorithms

@@ -58,6 +58,21 @@ Fingerprint fingerprint_of(const CollectiveArgs& a, std::uint64_t seq) {
   return fp;
 }
 
+/// A collective of zero elements (all-to-all-v and barrier excepted) moves and
+/// waits for nothing (as in MPI and NCCL): it completes at once, even behind
+/// pending operations, and is not queued or recorded. It still takes its sequence
+/// number, so a rank that skips it on one side is a mismatch at the next call.
+bool moves_nothing(const CollectiveArgs& a) {
+  return a.count == 0 && a.collective != Collective::Barrier &&
+         a.collective != Collective::AllToAllV;
+}
+
+std::shared_ptr<detail::RequestState> completed() {
+  auto state = std::make_shared<detail::RequestState>();
+  state->done = true;  // no executor: wait() and test() return at once
+  return state;
+}
+
 /// Validates and queues a collective. All-to-all-v count arrays are copied, so
 /// the caller may release them as soon as the call returns.
 Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
@@ -68,8 +83,9 @@ Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
     s.record_error(e.what());
     throw;
   }
-  auto counts = std::make_shared<std::vector<std::size_t>>();
+  std::shared_ptr<std::vector<std::size_t>> counts;  // all-to-all-v only
   if (args.collective == Collective::AllToAllV) {
+    counts = std::make_shared<std::vector<std::size_t>>();
     for (auto span : {args.send_counts, args.send_displs, args.recv_counts, args.recv_displs}) {
       counts->insert(counts->end(), span.begin(), span.end());
     }
@@ -82,6 +98,7 @@ Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
   }
   std::lock_guard lock(s.issue_mutex);
   args.fingerprint = fingerprint_of(args, ++s.collective_seq);
+  if (moves_nothing(args)) return Request(completed());
   return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); },
                                     detail::OpDescription{args.fingerprint}, start_for_caller()));
 }

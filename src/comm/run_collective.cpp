@@ -27,14 +27,19 @@ void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
 
 void run_selected(CommState& comm, algorithms::CollectiveArgs args) {
   const algorithms::Selection choice =
-      algorithms::select(args, comm.selection, comm.algorithm_overrides);
+      comm.selection_cache.select(args, comm.selection, comm.algorithm_overrides);
   args.chunk_bytes = choice.chunk_bytes;
   {
     std::lock_guard lock(comm.error_mutex);
     log_choice_once(comm, args, choice);
     comm.last_algorithm = choice.algorithm->name;
   }
+  std::string_view ran = choice.algorithm->name;  // a cma algorithm may run shm_direct instead
+  args.ran_as = &ran;
   choice.algorithm->run(*comm.transport, args);
+  if (ran == choice.algorithm->name) return;
+  std::lock_guard lock(comm.error_mutex);
+  comm.last_algorithm = ran;
 }
 
 /// Whether this rank receives a reduced result (reduce: only the root).
@@ -67,6 +72,7 @@ void run_widened(CommState& comm, algorithms::CollectiveArgs args, DataType wide
 void run_collective(CommState& comm, algorithms::CollectiveArgs args) {
   args.deadline = deadline_after(comm.config.timeout);
   args.host_arena = comm.transport->host_arena() != nullptr;
+  args.allow_cma = comm.config.cma;
   if (!has_reduce_op(args.collective)) return run_selected(comm, args);
   const bool average = args.op == ReduceOp::Avg;
   const DataType wide = accumulation_type(args.dtype, args.op);

@@ -236,6 +236,41 @@ TEST_P(Movement, BarrierAndManyQueuedOperationsCompleteInOrder) {
   });
 }
 
+// A collective of zero elements moves and waits for nothing: it completes at once
+// even behind a receive that nobody has sent to yet (every rank posts one from its
+// right neighbour, which sends only after its own zero-count calls: were those
+// queued behind the receives, no rank would ever send), and with NULL buffers. It
+// still takes its place in the sequence: the all-reduce after it is matched.
+TEST_P(Movement, ZeroElementCollectivesCompleteAtOnce) {
+  run([](Communicator& c) {
+    const int n = c.size();
+    const int right = (c.rank() + 1) % n;
+    const int left = (c.rank() + n - 1) % n;
+    std::int32_t got = -1;
+    Request pending;
+    if (n > 1) pending = c.irecv(&got, 1, DataType::Int32, right, 7);
+    c.all_reduce(nullptr, nullptr, 0, DataType::Float32, ReduceOp::Sum);
+    c.broadcast(nullptr, nullptr, 0, DataType::Int8, 0);
+    c.reduce(nullptr, nullptr, 0, DataType::Float64, ReduceOp::Max, n - 1);
+    c.all_gather(nullptr, nullptr, 0, DataType::Int32);
+    c.reduce_scatter(nullptr, nullptr, 0, DataType::Float32, ReduceOp::Avg);
+    c.gather(nullptr, nullptr, 0, DataType::Int32, 0);
+    c.scatter(nullptr, nullptr, 0, DataType::Int32, 0);
+    c.all_to_all(nullptr, nullptr, 0, DataType::Int32);
+    Request zero = c.iall_reduce(nullptr, nullptr, 0, DataType::Int32, ReduceOp::Sum);
+    EXPECT_TRUE(zero.test());
+    const std::int32_t mine = c.rank() + 100;
+    if (n > 1) {
+      c.send(&mine, 1, DataType::Int32, left, 7);
+      pending.wait();
+      EXPECT_EQ(got, right + 100);
+    }
+    std::int64_t sum = c.rank() + 1;
+    c.all_reduce(&sum, &sum, 1, DataType::Int64, ReduceOp::Sum);
+    EXPECT_EQ(sum, static_cast<std::int64_t>(n) * (n + 1) / 2);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Ranks, Movement,
     ::testing::Combine(::testing::Values("auto", "tcp"), ::testing::Values(1, 2, 3, 5, 8)),

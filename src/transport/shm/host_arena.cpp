@@ -98,11 +98,22 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
       stride_(slot_bytes + kLanesBytes),
       half_bytes_(slot_bytes / 2) {
   std::byte* base = segment_->base();
+  seen_.assign(static_cast<std::size_t>(size), 0);
+  checked_.assign(static_cast<std::size_t>(size), 0);
   doorbell_ = Doorbell(reinterpret_cast<DoorbellWord*>(base + sizeof(FlagLine) * size));
   slots_ = base + header_bytes(size);
 }
 
 FlagLine& HostArena::line(int r) const { return reinterpret_cast<FlagLine*>(segment_->base())[r]; }
+
+/// Flags only grow, so a value seen once stays a lower bound: a peer's line is
+/// read only when what this rank already saw is not enough.
+bool HostArena::reached(int r, std::uint64_t value) {
+  std::uint64_t& seen = seen_[static_cast<std::size_t>(r)];
+  if (seen >= value) return true;
+  seen = line(r).flag.load(std::memory_order_acquire);
+  return seen >= value;
+}
 
 std::byte* HostArena::buffer(int r, std::uint64_t round) const {
   std::byte* slot = slots_ + stride_ * static_cast<std::size_t>(r);
@@ -124,12 +135,10 @@ std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
   const std::uint64_t done = small ? (g >= lanes ? g - lanes + 1 : 0) : g - 1;
   for (int r = 0; r < size_ && g >= 2; ++r) {
     if (r == rank_) continue;
-    if (done >= 1 && line(r).flag.load(std::memory_order_acquire) < 2 * done) {
-      wait_slow(r, 2 * done, deadline);
-    }
+    if (done >= 1 && !reached(r, 2 * done)) wait_slow(r, 2 * done, deadline);
     // r's record of round g - 1 (this rank's last) stays until r begins round
     // g - 1 + kLanes, which needs this rank's flag of round g: check it when r is there.
-    if (line(r).flag.load(std::memory_order_acquire) >= 2 * (g - 1)) check_round_of(r, g - 1);
+    if (checked_[static_cast<std::size_t>(r)] != g - 1 && reached(r, 2 * (g - 1))) check_round_of(r, g - 1);
   }
   round_ = g;
   round_calls_[g % kLanes] = call_;
@@ -164,8 +173,8 @@ void HostArena::wait_all(std::uint64_t value, Deadline deadline) {
 }
 
 void HostArena::wait_for(int r, std::uint64_t value, Deadline deadline) {
-  if (line(r).flag.load(std::memory_order_acquire) < value) wait_slow(r, value, deadline);
-  check_round_of(r, value / 2);
+  if (!reached(r, value)) wait_slow(r, value, deadline);
+  if (checked_[static_cast<std::size_t>(r)] != value / 2) check_round_of(r, value / 2);
 }
 
 /// Rank r posted a flag of round `round` (this rank's current or previous one), so
@@ -186,7 +195,10 @@ void HostArena::check_round_of(int r, std::uint64_t round) {
                                           describe(call_) + ")"));
   }
   const Fingerprint& mine = round_calls_[round % kLanes];
-  if (fingerprints_match(mine, theirs)) return;
+  if (fingerprints_match(mine, theirs)) {
+    checked_[static_cast<std::size_t>(r)] = round;
+    return;
+  }
   fail(Error(Status::Mismatch, "rank " + std::to_string(rank_) + " is in " + describe(mine) +
                                    " but rank " + std::to_string(r) + " is in " +
                                    describe(theirs)));
@@ -204,7 +216,7 @@ void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
   auto next_check = start;
   auto next_probe = start + kStallProbeDelay;
   const Backoff backoff(wait_policy_, start);
-  auto reached = [&] { return line(r).flag.load(std::memory_order_acquire) >= value; };
+  auto reached = [&] { return this->reached(r, value); };
   while (!reached()) {
     const auto now = Clock::now();
     if (now >= next_check) {

@@ -48,11 +48,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace chorus::transport::shm {
 
 /// Which call a rank's round belongs to; `round` is 0 while being rewritten.
-struct RoundRecord {
+/// Aligned so that no record straddles two cache lines (one transfer per check).
+struct alignas(32) RoundRecord {
   std::atomic<std::uint64_t> round{0};
   std::atomic<std::uint64_t> seq{0};
   std::atomic<std::uint64_t> count{0};
@@ -126,6 +128,7 @@ class HostArena {
  private:
   HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes);
   FlagLine& line(int r) const;
+  bool reached(int r, std::uint64_t value);
   void publish_round();
   void check_round_of(int r, std::uint64_t round);
   [[noreturn]] void fail(const Error& error);
@@ -145,6 +148,8 @@ class HostArena {
   std::uint64_t round_ = 0;            ///< last round begun
   Fingerprint round_calls_[kLanes];    ///< the call of round g is round_calls_[g % kLanes]
   bool small_rounds_[kLanes] = {};     ///< whether round g is in lane g % kLanes
+  std::vector<std::uint64_t> seen_;     ///< per rank: the highest flag this rank loaded
+  std::vector<std::uint64_t> checked_;  ///< per rank: the last round whose record matched
 };
 
 }  // namespace chorus::transport::shm
