@@ -96,6 +96,33 @@ TEST(AlgorithmSelection, IsAPureFunctionOfTheSharedArguments) {
   }
 }
 
+// The cache answers what select() answers, for every collective, many sizes (far
+// more than its 64 entries, so entries are replaced), both arena flags, asked in
+// two passes so that the second pass is served by whatever the first left.
+TEST(SelectionCache, AnswersWhatSelectAnswers) {
+  const std::vector<AlgorithmOverride> overrides = parse_algorithm_override("broadcast=ring");
+  for (int nranks : {2, 3, 8}) {
+    SelectionContext context = single_host_context(nranks);
+    SelectionCache cache;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
+                           Collective::AllGather, Collective::ReduceScatter, Collective::Gather,
+                           Collective::Scatter, Collective::AllToAll, Collective::Barrier}) {
+        for (std::size_t count = 0; count < (std::size_t{1} << 24); count = count * 3 + 1) {
+          for (bool arena : {false, true}) {
+            CollectiveArgs args = call(c, count, count % 2 ? DataType::Int8 : DataType::Float64);
+            args.host_arena = arena;
+            const Selection expected = select(args, context, overrides);
+            const Selection& got = cache.select(args, context, overrides);
+            EXPECT_EQ(got.algorithm, expected.algorithm) << to_string(c) << " " << count;
+            EXPECT_EQ(got.chunk_bytes, expected.chunk_bytes) << to_string(c) << " " << count;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(AlgorithmOverride, BareNameAppliesToEveryCollectiveThatHasIt) {
   EXPECT_EQ(chosen(Collective::AllReduce, 10, 4, "ring"), "ring");
   EXPECT_EQ(chosen(Collective::Broadcast, 10, 4, "ring"), "ring");
