@@ -5,10 +5,11 @@
 // in rank order, so all ranks compute bit-identical results with one flag wait.
 //
 // Otherwise the message goes through the arena in chunks of one round buffer.
-// Per round: each rank copies its chunk in and posts 2g; once all have, rank r
-// reduces slice r (patterns::block_of) of every buffer into slice r of its own
-// buffer (only rank r touches slice r, so no one reads what it overwrites) and
-// posts 2g + 1; every rank then copies slice j out of rank j's buffer. Round
+// Per round: each rank copies its chunk in, all but its own slice r
+// (patterns::block_of), which only it reads, and posts 2g; once all have, rank r
+// reduces slice r of its input (straight from send) and of every other buffer
+// into slice r of its own buffer (only rank r touches slice r) and posts 2g + 1;
+// every rank then copies slice j out of rank j's buffer. Round
 // buffers alternate (host_arena.hpp), so a rank fills chunk g + 1 while slower
 // ranks still copy chunk g out.
 //
@@ -51,16 +52,26 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
   const int n = arena.size();
   const int r = arena.rank();
   const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(count, args.dtype));
-  std::memcpy(arena.buffer(r, g), element_at(args.send, offset, args.dtype),
-              bytes_of(count, args.dtype));
+  const auto own = patterns::block_of(count, n, r);
+  const std::byte* input = element_at(args.send, offset, args.dtype);
+  std::byte* buffer = arena.buffer(r, g);
+  // Before and after the own slice: one copy each (slices are contiguous, in rank order).
+  std::memcpy(buffer, input, bytes_of(own.offset, args.dtype));
+  const std::size_t after = own.offset + own.count;
+  std::memcpy(element_at(buffer, after, args.dtype), element_at(input, after, args.dtype),
+              bytes_of(count - after, args.dtype));
   arena.post(2 * g);
   arena.wait_all(2 * g, args.deadline);
-  const auto own = patterns::block_of(count, n, r);
-  std::byte* mine = element_at(arena.buffer(r, g), own.offset, args.dtype);
-  for (int k = 0; k < n; ++k) {
-    if (k == r || own.count == 0) continue;
-    reduce_inplace(mine, element_at(arena.buffer(k, g), own.offset, args.dtype), own.count,
-                   args.dtype, args.op);
+  std::byte* mine = element_at(buffer, own.offset, args.dtype);
+  if (own.count > 0) {
+    const int first = (r + 1) % n;
+    reduce_into(mine, element_at(input, own.offset, args.dtype),
+                element_at(arena.buffer(first, g), own.offset, args.dtype), own.count,
+                args.dtype, args.op);
+    for (int k = (first + 1) % n; k != r; k = (k + 1) % n) {
+      reduce_inplace(mine, element_at(arena.buffer(k, g), own.offset, args.dtype), own.count,
+                     args.dtype, args.op);
+    }
   }
   arena.post(2 * g + 1);
   if (!keeps_result) return;
