@@ -67,10 +67,15 @@ bool moves_nothing(const CollectiveArgs& a) {
          a.collective != Collective::AllToAllV;
 }
 
+/// A successful request with nothing left to do (no executor: wait() and test() return at
+/// once). One shared instance: nothing ever writes to it.
 std::shared_ptr<detail::RequestState> completed() {
-  auto state = std::make_shared<detail::RequestState>();
-  state->done = true;  // no executor: wait() and test() return at once
-  return state;
+  static const std::shared_ptr<detail::RequestState> done = [] {
+    auto state = std::make_shared<detail::RequestState>();
+    state->done = true;
+    return state;
+  }();
+  return done;
 }
 
 /// Validates and queues a collective. All-to-all-v count arrays are copied, so
@@ -96,11 +101,20 @@ Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
     args.recv_counts = {base + 2 * n, n};
     args.recv_displs = {base + 3 * n, n};
   }
-  std::lock_guard lock(s.issue_mutex);
-  args.fingerprint = fingerprint_of(args, ++s.collective_seq);
-  if (moves_nothing(args)) return Request(completed());
-  return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); },
-                                    detail::OpDescription{args.fingerprint}, start_for_caller()));
+  detail::FlightRecorder::RecordId record = 0;
+  {
+    std::lock_guard lock(s.issue_mutex);
+    args.fingerprint = fingerprint_of(args, ++s.collective_seq);
+    if (moves_nothing(args)) return Request(completed());
+    const detail::OpDescription op{args.fingerprint};
+    // A blocking call on an idle communicator runs here and now (Executor::claim).
+    if (!issuing_blocking || !s.executor->claim(op, &record)) {
+      return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); },
+                                        op, start_for_caller()));
+    }
+  }
+  s.executor->run_claimed([&s, &args] { detail::run_collective(s, args); }, record);
+  return Request(completed());
 }
 
 CollectiveArgs make(Collective c, const void* send, void* recv, std::size_t count, DataType dtype,

@@ -75,6 +75,33 @@ std::shared_ptr<RequestState> Executor::submit_posted(Post post,
   return enqueue(Item{nullptr, std::move(post), nullptr}, op, start);
 }
 
+bool Executor::claim(const OpDescription& op, FlightRecorder::RecordId* record) {
+  std::lock_guard lock(mutex_);
+  if (!idle() || stopping_) return false;
+  running_ = true;
+  *record = 0;
+  if (recorder_) {
+    const auto now = Clock::now();
+    *record = recorder_->issued(op, now);
+    recorder_->started(*record, now);
+  }
+  return true;
+}
+
+void Executor::run_claimed(const Work& work, FlightRecorder::RecordId record) {
+  Outcome outcome = guarded(work);
+  if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
+  std::unique_lock lock(mutex_);
+  RequestState request;  // only the record id: nobody waits on it
+  request.record = record;
+  record_end(request, outcome.status, outcome.message);
+  if (outcome.failed()) dump_after_failure(lock, outcome.status);
+  running_ = false;
+  step_done();
+  lock.unlock();
+  if (outcome.failed()) throw Error(outcome.status, outcome.message);
+}
+
 void Executor::step_done() {
   changed_.notify_all();
   if (helpers_ == 0 && (has_work() || stopping_)) work_.notify_one();

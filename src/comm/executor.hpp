@@ -77,6 +77,14 @@ class Executor : public std::enable_shared_from_this<Executor> {
   std::shared_ptr<RequestState> submit_posted(Post post,
                                               const std::optional<OpDescription>& op = {},
                                               Start start = Start::Background);
+  /// A blocking operation the caller runs itself when nothing else is queued, in flight or
+  /// running: claim() takes the idle executor (false: not idle, or stopping; queue it
+  /// instead) and records the operation as issued and started; run_claimed() then runs it on
+  /// the calling thread, records the end and releases the executor, with no request, queue
+  /// entry or wake-up. It throws the operation's failure after the failure hook ran.
+  /// Claim under the issuing lock, so that no later operation overtakes it; run after.
+  bool claim(const OpDescription& op, FlightRecorder::RecordId* record);
+  void run_claimed(const Work& work, FlightRecorder::RecordId record);
   /// Waits until `request` is done or `timeout` passed. Without a timeout the
   /// caller runs queued operations itself while nobody else does. True when done.
   bool wait(RequestState& request, std::optional<std::chrono::milliseconds> timeout);
