@@ -13,7 +13,8 @@
  *
  * Non-blocking forms (chorusI...) return a request released by chorusWait, or
  * by chorusTest when it reports *done = 1. Operations on one communicator
- * complete in the order they were issued. */
+ * complete in the order they were issued, except that a collective of count 0
+ * (all-to-all-v and barrier aside) moves nothing and completes at once. */
 #ifndef CHORUS_CHORUS_H_
 #define CHORUS_CHORUS_H_
 
