@@ -10,12 +10,14 @@
 // with gamma, like reductions: both are one pass over memory.
 #include "algorithms/cost_model.hpp"
 
+#include "algorithms/patterns/binomial_tree.hpp"
 #include "algorithms/patterns/knomial_tree.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace chorus::algorithms {
 namespace {
@@ -177,6 +179,22 @@ double hierarchical_cost(double m, const Machine& machine, const CostParameters&
   return cost + terms_cost(leader, c.tcp, c.gamma);
 }
 
+// TCP on one host (CHORUS_TRANSPORT=tcp): every byte any rank sends costs the shared cores a
+// kernel copy at each end, so a tree that forwards blocks through intermediate ranks pays for
+// all it forwards, not only for the bytes on the root's link. Binomial gather and scatter move
+// each block once per tree level above it: sum of subtree sizes (n/2 log2 n for n = 2^k)
+// blocks in all, against n - 1 for linear. Measured at 4 ranks from 1 MiB: linear 1.5-2x
+// faster. nullopt for the other algorithms (the usual critical-path terms).
+std::optional<CostTerms> loopback_tcp_gather_scatter(std::string_view name, Collective collective,
+                                                     const Shape& s, double m, int nranks) {
+  if ((collective != C::Gather && collective != C::Scatter) || name != "binomial") {
+    return std::nullopt;
+  }
+  double forwarded = 0;
+  for (int r = 1; r < nranks; ++r) forwarded += patterns::binomial_subtree_size(r, 0, nranks);
+  return CostTerms{s.lg, forwarded * m, s.n * m};
+}
+
 }  // namespace
 
 int Machine::max_ranks_per_host() const {
@@ -193,13 +211,7 @@ CostParameters CostParameters::defaults() {
   // about 14): per-round latencies are those of ranks competing for cores.
   CostParameters c;
   c.shm = {110e-6, 1.0e-9};
-  // tcp: measured again with `chorusrun -n 2|4 chorus-perf --tune` under CHORUS_TRANSPORT=tcp on
-  // the same machine, less loaded (load ~2): alpha 14 us at 2 ranks and 37-53 us at 4, beta
-  // 0.26-0.72 ns/B. Alpha is taken near the 2-rank value: on one host, forwarding through an
-  // intermediate rank (binomial gather/scatter) costs the shared cores a receive and a send
-  // that the critical path does not show, and linear gather/scatter measured 1.5-2x faster
-  // from 1 MiB at 4 ranks; between hosts, 15 us is a plausible TCP round.
-  c.tcp = {15e-6, 0.5e-9};
+  c.tcp = {160e-6, 4.5e-9};
   c.arena = {38e-6, 0.1e-9};
   c.gamma = 0.026e-9;
   return c;
@@ -222,6 +234,11 @@ double modelled_cost(std::string_view name, Collective collective, std::size_t b
     double c = chunk_bytes ? static_cast<double>(chunk_bytes) : std::max(m / 8, 1024.0);
     double steps = std::max(s.n - 2, 0.0) + std::ceil(std::max(m, 1.0) / c);
     return link.time(steps, steps * std::min(c, m));
+  }
+  if (machine.num_hosts() == 1 && !machine.local_shm) {
+    if (auto volume = loopback_tcp_gather_scatter(name, collective, s, m, machine.nranks)) {
+      return terms_cost(*volume, link, parameters.gamma);
+    }
   }
   CostTerms terms = collective == C::AllReduce ? allreduce_terms(name, s, m)
                     : (collective == C::Broadcast || collective == C::Reduce ||

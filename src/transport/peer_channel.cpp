@@ -92,6 +92,7 @@ bool PeerChannel::advance(SendOp& op, bool* moved) {
       left = total - op.done;
     }
     std::size_t n = write(from, left);
+    send_stuck_ = n == 0;
     if (n == 0) return false;
     op.done += n;
     *moved = true;
@@ -112,6 +113,7 @@ bool PeerChannel::read_step(PendingMap& pending, bool* moved) {
     if (in.header_done < sizeof(FrameHeader)) return true;
     route();
   }
+  if (in.target == Target::Held && !resume_held()) return false;
   std::size_t bytes = in.header.payload_bytes;
   if (in.payload_done < bytes) {
     std::size_t room = bytes - in.payload_done;
@@ -154,9 +156,40 @@ void PeerChannel::route() {
     in.destination = in.recv->data;
     return;
   }
-  Buffered entry{h, nullptr, false, any_ ? any_->arrivals++ : arrivals_++};
-  in.target = Target::Buffered;
+  if (holding_ && h.payload_bytes >= kHoldBytes && !is_point_to_point(h.fingerprint.collective)) {
+    in.target = Target::Held;
+    in.held_since = Clock::now();
+    return;
+  }
+  start_buffering();
+}
+
+void PeerChannel::start_buffering() {
+  Buffered entry{incoming_.header, nullptr, false, any_ ? any_->arrivals++ : arrivals_++};
+  incoming_.target = Target::Buffered;
   unexpected_.push_back(std::move(entry));
+}
+
+/// Collective messages go to the first posted collective receive, so the receive a held
+/// message waits for is the first one posted for this peer after it arrived.
+bool PeerChannel::resume_held() {
+  Incoming& in = incoming_;
+  if (Choice choice = choose(in.header); choice.queue) {
+    check_match((*choice.queue)[choice.index], in.header);
+    in.recv = take(choice);
+    in.target = Target::Posted;
+    in.destination = in.recv->data;
+    return true;
+  }
+  if (!send_stuck_ && !hold_ended_ && Clock::now() < in.held_since + kHoldTime) return false;
+  hold_ended_ = false;
+  start_buffering();
+  return true;
+}
+
+std::optional<Clock::time_point> PeerChannel::hold_expiry() const {
+  if (incoming_.target != Target::Held || failure_) return std::nullopt;
+  return send_stuck_ || hold_ended_ ? Clock::time_point{} : incoming_.held_since + kHoldTime;
 }
 
 /// Room in the buffer of the message being buffered, grown (doubling from 1 MiB) as its

@@ -13,6 +13,16 @@
 // is posted. Invariant after every call: no complete buffered message matches a posted
 // receive. Sizes and fingerprints are checked from the header before anything is allocated
 // or copied.
+//
+// Holding: buffering costs one more copy of the message, which on a link that is itself a
+// copy (TCP) can double the work. So a large collective message that finds no receive is
+// first held: its header is taken, its payload left in the link (the peer's flow control
+// holds the rest), and every progress call looks again for its receive, streaming straight
+// into it once posted (collective algorithms post the next receive moments later). It is
+// buffered after all when it was held for kHoldTime, or at once when this channel's own
+// send to the peer is stuck (both sides sending first must not wait on each other), so a
+// rank that never posts the receive costs its peer at most kHoldTime. Point-to-point and
+// small messages are never held.
 #pragma once
 
 #include "transport/frame.hpp"
@@ -21,6 +31,7 @@
 
 #include <chorus/error.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -32,6 +43,11 @@
 #include <vector>
 
 namespace chorus::transport {
+
+/// Collective messages from this size on are held rather than buffered (see Holding above).
+inline constexpr std::uint64_t kHoldBytes = 64 * 1024;
+/// Longest a message is held before it is buffered after all.
+inline constexpr std::chrono::milliseconds kHoldTime{20};
 
 /// Requests not yet complete, mapped to their peer. Channels erase what completes.
 using PendingMap = std::unordered_map<RequestId, int>;
@@ -58,6 +74,10 @@ class PeerChannel {
   /// `any` (may be null: no any-source receives) must outlive the channel.
   PeerChannel(int self, int peer, std::unique_ptr<Link> link, AnySourceRecvs* any = nullptr);
 
+  /// Turns holding (see above) on; off, every early message is buffered at once, so each
+  /// progress call reads something while the link has bytes (the ProgressEngine turns it on).
+  void set_holding(bool on) { holding_ = on; }
+
   void post_send(RequestId id, const void* data, std::size_t bytes, const Fingerprint& fingerprint);
   void post_recv(RequestId id, void* data, std::size_t bytes, const Fingerprint& fingerprint);
   /// Hands complete buffered messages to posted receives (named or any-source), oldest first.
@@ -79,6 +99,11 @@ class PeerChannel {
   const std::optional<Error>& failure() const { return failure_; }
   bool has_pending() const { return !sends_.empty() || !recvs_.empty() || incoming_.recv; }
   bool wants_write() const { return !sends_.empty(); }
+  /// When the message held now (see Holding above) is buffered unless its receive comes
+  /// first; nullopt when none is held. While one is held the link has nothing to read.
+  std::optional<Clock::time_point> hold_expiry() const;
+  /// Buffers the held message on the next progress call (the peer hung up).
+  void end_hold() { hold_ended_ = incoming_.target == Target::Held; }
   bool sent_abort() const { return peer_aborted_; }
   Link& link() { return *link_; }
   /// The fingerprint a pending request of this channel was posted with.
@@ -119,7 +144,7 @@ class PeerChannel {
     std::deque<PostedRecv>* queue = nullptr;
     std::size_t index = 0;
   };
-  enum class Target { None, Posted, Buffered, Abort, Probe };
+  enum class Target { None, Held, Posted, Buffered, Abort, Probe };
   struct Incoming {
     FrameHeader header;
     std::size_t header_done = 0;
@@ -127,11 +152,16 @@ class PeerChannel {
     std::byte* destination = nullptr;
     std::size_t payload_done = 0;
     std::optional<PostedRecv> recv;  ///< the receive the payload streams into (Target::Posted)
+    Clock::time_point held_since{};  ///< when the header arrived (Target::Held)
   };
 
   bool advance(SendOp& op, bool* moved);
   bool read_step(PendingMap& pending, bool* moved);
   void route();
+  /// A held message: its receive if posted now, else buffering once the hold ends.
+  /// Returns false while it stays held.
+  bool resume_held();
+  void start_buffering();
   void route_probe(const FrameHeader& header);
   std::size_t grow_buffered();
   void recycle(std::unique_ptr<std::byte[]> buffer, std::size_t allocated);
@@ -161,6 +191,9 @@ class PeerChannel {
   std::size_t spare_bytes_ = 0;
   std::uint64_t arrivals_ = 0;  ///< stamps buffered messages when there is no shared clock
   bool recv_posted_ = false;    ///< a receive was posted since match_buffered() last ran
+  bool send_stuck_ = false;     ///< the last write of a send took nothing (link full)
+  bool holding_ = false;        ///< set_holding()
+  bool hold_ended_ = false;     ///< end_hold() was called
   Incoming incoming_;
   std::vector<std::byte> abort_payload_;
   std::optional<Error> failure_;

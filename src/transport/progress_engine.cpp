@@ -49,6 +49,7 @@ ProgressEngine::ProgressEngine(int rank, int size, Topology topology,
     if (!links[p]) continue;
     if (links[p]->poll_fd() >= 0) poll_peers_.push_back(p);
     peers_[p] = std::make_unique<PeerChannel>(rank, p, std::move(links[p]), &any_);
+    peers_[p]->set_holding(true);
   }
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
@@ -278,6 +279,10 @@ void ProgressEngine::throw_timeout(std::span<const RequestId> ids, Clock::durati
 /// Sleeps until something may have happened for this rank, or `until`.
 /// Returns true when a last look before sleeping found progress.
 bool ProgressEngine::sleep(Deadline until, bool interruptible) {
+  for (const auto& peer : peers_) {  // a held message is buffered when its hold ends
+    if (!peer) continue;
+    if (auto expiry = peer->hold_expiry()) until = std::min(until, *expiry);
+  }
   int timeout = std::max(1, remaining_ms(until));
   std::uint32_t sequence = doorbell_.valid() ? doorbell_.arm() : 0;
   struct Disarm {
@@ -296,17 +301,25 @@ bool ProgressEngine::sleep(Deadline until, bool interruptible) {
     return false;
   }
   std::vector<pollfd> fds;
+  std::vector<int> fd_peers;  // fds[i + 1] belongs to rank fd_peers[i]
   fds.push_back(pollfd{wake_fd_, POLLIN, 0});
   for (int p : poll_peers_) {
     if (peers_[p]->failure()) continue;  // a closed socket would be "ready" forever
-    short events = POLLIN | (peers_[p]->wants_write() ? POLLOUT : 0);
-    fds.push_back(pollfd{peers_[p]->link().poll_fd(), events, 0});
+    // While a message is held its bytes wait in the socket, which would be readable at once.
+    const short in = peers_[p]->hold_expiry() ? 0 : POLLIN;
+    fds.push_back(pollfd{peers_[p]->link().poll_fd(),
+                         static_cast<short>(in | (peers_[p]->wants_write() ? POLLOUT : 0)), 0});
+    fd_peers.push_back(p);
   }
   ::poll(fds.data(), fds.size(), doorbell_.valid() ? 1 : timeout);
   if (fds[0].revents & POLLIN) {
     std::uint64_t drained = 0;
     ssize_t ignored = ::read(wake_fd_, &drained, sizeof(drained));
     (void)ignored;
+  }
+  // A peer that hung up sends nothing more: read on behind its held message, to the failure.
+  for (std::size_t i = 0; i < fd_peers.size(); ++i) {
+    if (fds[i + 1].revents & (POLLHUP | POLLERR)) peers_[fd_peers[i]]->end_hold();
   }
   return false;
 }

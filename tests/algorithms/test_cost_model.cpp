@@ -96,6 +96,24 @@ TEST(CostModel, SeveralHostsTakeHierarchicalAllReduce) {
   EXPECT_NE(chosen(call(Collective::AllReduce, 4096), hosts_of(8, 1)), "hierarchical");
 }
 
+// Under CHORUS_TRANSPORT=tcp on one host every forwarded byte costs the shared cores, so
+// large blocks go straight to (from) the root; between hosts the tree keeps its rounds.
+TEST(CostModel, LoopbackTcpGatherAndScatterSkipTheTree) {
+  for (int n : {4, 8}) {
+    auto tcp = single_host_context(n);
+    tcp.machine.local_shm = false;
+    for (Collective collective : {Collective::Gather, Collective::Scatter}) {
+      const std::string name(to_string(collective));
+      EXPECT_EQ(chosen(call(collective, 1u << 18), tcp), "linear") << name << " " << n;
+      EXPECT_EQ(chosen(call(collective, 1u << 22), tcp), "linear") << name << " " << n;
+      EXPECT_EQ(chosen(call(collective, 64), tcp), "binomial") << name << " " << n;
+      auto two_hosts = hosts_of(2, n / 2);
+      two_hosts.parameters = tcp.parameters;
+      EXPECT_EQ(chosen(call(collective, 1u << 18), two_hosts), "binomial") << name << " " << n;
+    }
+  }
+}
+
 TEST(CostModel, TcpEverywhereCostsMoreThanShmRings) {
   auto shm = single_host_context(4);
   auto tcp = shm;

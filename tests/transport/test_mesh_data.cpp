@@ -127,6 +127,55 @@ TEST_P(MeshData, OrderIsPreservedPerPair) {
   });
 }
 
+/// The stamp of the `seq`-th collective message of a pair (collective messages may be held).
+Fingerprint collective_stamp(std::uint64_t seq, std::size_t bytes) {
+  Fingerprint fp = send_stamp(seq, bytes);
+  fp.collective = Collective::AllGather;
+  return fp;
+}
+
+// Large collective messages from every peer at once, their receives posted late and in
+// another order per peer (held messages, some of them buffered, all interleaved), and
+// both directions of every pair sending first and waiting for their sends.
+TEST_P(MeshData, LargeCollectiveMessagesFromEveryPeerPostedLate) {
+  Mesh mesh(ranks(), kind());
+  ASSERT_TRUE(mesh.ok());
+  constexpr int kMessages = 3;
+  const std::size_t bytes = ranks() <= 3 ? (3u << 20) + 5 : (512u << 10) + 5;
+  mesh.run([&](int r, Transport& t) {
+    const int n = t.size();
+    std::vector<std::vector<unsigned char>> out(n * kMessages), in(n * kMessages);
+    std::vector<RequestId> sends, recvs;
+    for (int i = 0; i < kMessages; ++i) {
+      for (int p = 0; p < n; ++p) {
+        if (p == r) continue;
+        out[p * kMessages + i] = pattern(r, p, i, bytes);
+        sends.push_back(
+            t.post_send(p, out[p * kMessages + i].data(), bytes, collective_stamp(i, bytes)));
+      }
+    }
+    if (r % 2 == 0) t.wait(sends, deadline_after(30s));  // half the ranks: sends first
+    for (int k = 1; k < n; ++k) {
+      const int p = (r + n - k) % n;  // peers in another order on every rank
+      for (int i = 0; i < kMessages; ++i) {
+        in[p * kMessages + i].assign(bytes, 0xee);
+        recvs.push_back(
+            t.post_recv(p, in[p * kMessages + i].data(), bytes, collective_stamp(i, bytes)));
+      }
+      RequestId first = recvs[recvs.size() - kMessages];
+      t.wait({&first, 1}, deadline_after(30s));
+    }
+    t.wait(recvs, deadline_after(30s));
+    t.wait(sends, deadline_after(30s));
+    for (int p = 0; p < n; ++p) {
+      for (int i = 0; p != r && i < kMessages; ++i) {
+        ASSERT_TRUE(in[p * kMessages + i] == pattern(p, r, i, bytes))
+            << "message " << i << " from rank " << p;
+      }
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(KindsAndSizes, MeshData,
                          ::testing::Combine(::testing::Values(Kind::Tcp, Kind::Shm),
                                             ::testing::Values(2, 3, 5, 8)),

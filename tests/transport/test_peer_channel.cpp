@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 namespace chorus::transport {
 namespace {
@@ -258,6 +259,162 @@ TEST(PeerChannel, AbortFinishesTheFrameOnTheWireFirst) {
   EXPECT_EQ(std::memcmp(script.outgoing.data() + sizeof(FrameHeader) + big.size(), frame.data(),
                         frame.size()),
             0);
+}
+
+// Holding (peer_channel.hpp): a large collective message that arrives before its receive
+// stays in the link and then streams straight into the receive, never copied twice.
+
+FrameHeader collective_header(std::uint64_t seq, std::uint64_t bytes) {
+  FrameHeader header;
+  header.payload_bytes = bytes;
+  header.fingerprint = stamp(Collective::Broadcast, seq, bytes);
+  return header;
+}
+
+std::string filler(std::size_t bytes, char seed) {
+  std::string text(bytes, '\0');
+  for (std::size_t i = 0; i < bytes; ++i) text[i] = static_cast<char>(seed + i % 61);
+  return text;
+}
+
+TEST(PeerChannel, LargeCollectiveMessageWaitsInTheLinkForItsReceive) {
+  Script script;
+  script.chunk = 50000;
+  const std::size_t bytes = kHoldBytes + 123;
+  const std::string first = filler(bytes, 'a'), second = filler(bytes, 'k');
+  append_frame(script, collective_header(0, bytes), first);
+  append_frame(script, collective_header(1, bytes), second);
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  channel.set_holding(true);
+  PendingMap pending{{1, 1}, {2, 1}};
+  EXPECT_FALSE(drive(channel, pending));
+  EXPECT_EQ(script.read_offset, sizeof(FrameHeader)) << "only the header is taken";
+  ASSERT_TRUE(channel.hold_expiry());
+  std::string in1(bytes, '-'), in2(bytes, '-');
+  channel.post_recv(1, in1.data(), bytes, stamp(Collective::Broadcast, 0, bytes));
+  drive(channel, pending);
+  EXPECT_EQ(pending.count(1), 0u);
+  EXPECT_EQ(in1, first);
+  EXPECT_EQ(script.read_offset, 2 * sizeof(FrameHeader) + bytes) << "the next one is held too";
+  channel.post_recv(2, in2.data(), bytes, stamp(Collective::Broadcast, 1, bytes));
+  drive(channel, pending);
+  EXPECT_TRUE(pending.empty());
+  EXPECT_EQ(in2, second);
+  EXPECT_FALSE(channel.hold_expiry());
+}
+
+TEST(PeerChannel, HeldMessageIsBufferedWhenItsHoldEnds) {
+  Script script;
+  script.chunk = 1 << 20;
+  const std::size_t bytes = kHoldBytes * 3;
+  const std::string message = filler(bytes, 'c');
+  append_frame(script, collective_header(0, bytes), message);
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  channel.set_holding(true);
+  PendingMap pending{{1, 1}};
+  drive(channel, pending);
+  ASSERT_TRUE(channel.hold_expiry());
+  EXPECT_LE(*channel.hold_expiry(), Clock::now() + kHoldTime);
+  std::this_thread::sleep_until(*channel.hold_expiry() + std::chrono::milliseconds(1));
+  drive(channel, pending);
+  EXPECT_EQ(script.read_offset, script.incoming.size()) << "buffered after the hold";
+  EXPECT_FALSE(channel.hold_expiry());
+  std::string in(bytes, '-');
+  channel.post_recv(1, in.data(), bytes, stamp(Collective::Broadcast, 0, bytes));
+  drive(channel, pending);
+  EXPECT_TRUE(pending.empty());
+  EXPECT_EQ(in, message);
+}
+
+TEST(PeerChannel, HeldMessageIsBufferedAtOnceWhenTheSendToThatPeerIsStuck) {
+  // Both ranks sending first and waiting for their sends must not wait on each other.
+  Script script;
+  script.chunk = 1 << 20;
+  script.write_budget = 1000;
+  const std::size_t bytes = kHoldBytes * 2;
+  const std::string message = filler(bytes, 'd');
+  append_frame(script, collective_header(0, bytes), message);
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  channel.set_holding(true);
+  PendingMap pending{{1, 1}, {2, 1}};
+  std::vector<char> out(bytes, 'o');
+  channel.post_send(1, out.data(), bytes, stamp(Collective::Broadcast, 0, bytes));
+  drive(channel, pending);
+  EXPECT_EQ(pending.count(1), 1u) << "the link took only part of the send";
+  EXPECT_EQ(script.read_offset, script.incoming.size()) << "buffered, not held";
+  script.write_budget = SIZE_MAX;
+  std::string in(bytes, '-');
+  channel.post_recv(2, in.data(), bytes, stamp(Collective::Broadcast, 0, bytes));
+  drive(channel, pending);
+  EXPECT_TRUE(pending.empty());
+  EXPECT_EQ(in, message);
+}
+
+TEST(PeerChannel, HeldMessageIsBufferedWhenThePeerHangsUp) {
+  Script script;
+  script.chunk = 1 << 20;
+  const std::size_t bytes = kHoldBytes;
+  append_frame(script, collective_header(0, bytes), filler(bytes, 'h'));
+  script.closed = true;
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  channel.set_holding(true);
+  PendingMap pending{{1, 1}};
+  channel.end_hold();  // nothing held yet: no effect on the message to come
+  drive(channel, pending);
+  ASSERT_TRUE(channel.hold_expiry());
+  EXPECT_FALSE(channel.failure());
+  channel.end_hold();
+  drive(channel, pending);
+  EXPECT_EQ(script.read_offset, script.incoming.size());
+  ASSERT_TRUE(channel.failure()) << "read on to the hang-up behind the message";
+  std::string in(bytes, '-');
+  channel.post_recv(1, in.data(), bytes, stamp(Collective::Broadcast, 0, bytes));
+  drive(channel, pending);
+  EXPECT_TRUE(pending.empty()) << "what the peer sent before it went is still delivered";
+  EXPECT_EQ(in, filler(bytes, 'h'));
+}
+
+TEST(PeerChannel, SmallAndPointToPointMessagesAreNeverHeld) {
+  Script script;
+  script.chunk = 1 << 20;
+  const std::size_t big = kHoldBytes * 2, small = kHoldBytes - 1;
+  append_frame(script, data_header(0, big), filler(big, 'e'));  // a Send: point-to-point
+  append_frame(script, collective_header(0, small), filler(small, 'f'));
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  channel.set_holding(true);
+  PendingMap pending;
+  drive(channel, pending);
+  EXPECT_EQ(script.read_offset, script.incoming.size());
+  EXPECT_FALSE(channel.hold_expiry());
+}
+
+TEST(PeerChannel, WithoutHoldingLargeCollectiveMessagesAreBufferedAtOnce) {
+  Script script;
+  script.chunk = 1 << 20;
+  const std::size_t bytes = kHoldBytes * 2;
+  append_frame(script, collective_header(0, bytes), filler(bytes, 'i'));
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  PendingMap pending;
+  drive(channel, pending);
+  EXPECT_EQ(script.read_offset, script.incoming.size());
+  EXPECT_FALSE(channel.hold_expiry());
+}
+
+TEST(PeerChannel, HeldMessageIsCheckedAgainstTheReceiveThatComes) {
+  Script script;
+  const std::size_t bytes = kHoldBytes;
+  append_frame(script, collective_header(7, bytes), filler(bytes, 'g'));
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  channel.set_holding(true);
+  PendingMap pending{{1, 1}};
+  drive(channel, pending);
+  ASSERT_TRUE(channel.hold_expiry());
+  std::string in(bytes / 2, '-');
+  channel.post_recv(1, in.data(), in.size(), stamp(Collective::Broadcast, 7, in.size()));
+  auto error = drive(channel, pending);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->status(), Status::Mismatch) << error->what();
+  EXPECT_EQ(in, std::string(bytes / 2, '-')) << "nothing is written into a mismatched receive";
 }
 
 }  // namespace
