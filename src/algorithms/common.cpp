@@ -1,6 +1,8 @@
 // Helpers shared by the algorithms.
 #include "algorithms/common.hpp"
 
+#include "transport/shm/host_arena.hpp"
+
 #include <chorus/error.hpp>
 
 #include <algorithm>
@@ -157,6 +159,17 @@ void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void*
     std::memmove(element_at(args.recv, args.recv_displs[r], args.dtype),
                  element_at(source, args.send_displs[r], args.dtype), bytes_of(sent, args.dtype));
   }
+}
+
+std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
+                                    const transport::shm::HostArena& arena) {
+  constexpr std::size_t kMinBytes = 512 * 1024;
+  constexpr std::size_t kRounds = 8;
+  const std::size_t round_bytes = arena.round_bytes();
+  const std::size_t bytes =
+      arena.cores_shared() ? round_bytes
+                           : std::min(round_bytes, std::max(kMinBytes, bytes_of(count, dtype) / kRounds));
+  return std::max<std::size_t>(1, bytes / dtype_size(dtype));
 }
 
 bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& args) {

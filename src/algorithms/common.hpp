@@ -10,6 +10,10 @@
 #include <memory>
 #include <vector>
 
+namespace chorus::transport::shm {
+class HostArena;
+}
+
 namespace chorus::algorithms {
 
 inline std::size_t bytes_of(std::size_t count, DataType dtype) { return count * dtype_size(dtype); }
@@ -21,6 +25,14 @@ inline std::byte* element_at(void* base, std::size_t index, DataType dtype) {
 inline const std::byte* element_at(const void* base, std::size_t index, DataType dtype) {
   return static_cast<const std::byte*>(base) + bytes_of(index, dtype);
 }
+
+/// Elements per arena round for a rooted collective: an eighth of the `count` elements (at
+/// least 512 KiB, at most a round), so that the side that writes a round and the side that
+/// reads it out work at the same time instead of one after the other. Whole rounds when
+/// ranks share cores (transport::shm::HostArena::cores_shared): the other side is then often
+/// not running, and each extra round can cost a scheduler slice.
+std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
+                                    const transport::shm::HostArena& arena);
 
 /// Copies `count` elements; nothing when the buffers coincide (in place) or count is 0.
 void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype);

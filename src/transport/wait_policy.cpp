@@ -45,8 +45,8 @@ void override_from_env(const char* name, std::chrono::microseconds* phase) {
 
 WaitPolicy WaitPolicy::for_counts(int ranks_on_host, int cpus) {
   using std::chrono::microseconds;
-  if (ranks_on_host > cpus) return WaitPolicy{microseconds(0), microseconds(1000)};
-  return WaitPolicy{microseconds(20), microseconds(30)};
+  if (ranks_on_host > cpus) return WaitPolicy{microseconds(0), microseconds(1000), true};
+  return WaitPolicy{microseconds(20), microseconds(30), false};
 }
 
 WaitPolicy WaitPolicy::for_host(int ranks_on_host) {

@@ -249,6 +249,23 @@ TEST_P(ShmDirect, MixedQueuedCallsAndBarriers) {
   });
 }
 
+// With the default arena (2 MiB rounds) a broadcast or reduce of 1.6-3.2 MB goes
+// in 512 KiB rounds when every rank has a core (2 ranks here), in whole rounds
+// when ranks share cores: both must deliver every element.
+TEST_P(ShmDirect, LargeRootedCallsInPipelinedRounds) {
+  ::unsetenv("CHORUS_SHM_ARENA_BYTES");
+  ThreadJob job(GetParam());
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    constexpr std::size_t kLarge = 400'001;  // float32: 1.6 MB, 3 rounds of 512 KiB and a rest
+    const int last = c.size() - 1;
+    broadcast_case(c, DataType::Float32, kLarge, last, false);
+    broadcast_case(c, DataType::Int8, kLarge, 0, true);
+    reduce_case(c, DataType::Float32, ReduceOp::Sum, kLarge, 0);
+    reduce_case(c, DataType::Float64, ReduceOp::Max, kLarge, last);
+  });
+}
+
 // Rooted calls let one side run ahead: the root of a broadcast or scatter, the
 // non-roots of a gather wait for nobody but the lane reuse rule (host_arena.hpp).
 // The slow side sleeps now and then, so the fast one runs up to a full set of

@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace chorus::transport::shm {
 namespace {
@@ -31,21 +32,30 @@ std::string token() {
   return "unit-" + std::to_string(device()) + std::to_string(device());
 }
 
-/// Two arenas on one segment (rank 0 and rank 1), connected from two threads.
-struct ArenaPair {
+/// `n` arenas on one segment (ranks 0..n-1), connected from n threads, in one call.
+struct Arenas {
   std::unique_ptr<Store> store = make_memory_store();
-  std::unique_ptr<HostArena> arena[2];
+  std::vector<std::unique_ptr<HostArena>> arena;
 
-  ArenaPair() {
+  explicit Arenas(int n) : arena(static_cast<std::size_t>(n)) {
     const std::string name = token();
-    std::thread other([&] { arena[1] = HostArena::connect(*store, 1, 2, name, soon()); });
-    arena[0] = HostArena::connect(*store, 0, 2, name, soon());
-    other.join();
+    std::vector<std::thread> others;
+    for (int r = 1; r < n; ++r) {
+      others.emplace_back([&, r] {
+        arena[static_cast<std::size_t>(r)] = HostArena::connect(*store, r, n, name, soon());
+      });
+    }
+    arena[0] = HostArena::connect(*store, 0, n, name, soon());
+    for (auto& t : others) t.join();
     Fingerprint call;
     call.seq = 1;
     call.collective = Collective::Broadcast;
     for (auto& a : arena) a->begin_call(call);
   }
+};
+
+struct ArenaPair : Arenas {
+  ArenaPair() : Arenas(2) {}
 };
 
 /// Rank 0 begins and posts `rounds` rounds of `bytes` each in a thread, counting them.
@@ -126,6 +136,36 @@ TEST(HostArena, ARoundInAHalfAfterSmallOnesWaitsForThePreviousRound) {
   slow.post(6);
   fast.join();
   EXPECT_EQ(done.load(), 3);
+}
+
+// Rank 0 takes the ranks' parts in the order they post: rank 2 first, then rank 1,
+// which posts only once rank 0 has taken rank 2's (read in rank order, rank 0
+// would wait for rank 1 forever).
+TEST(HostArena, ForEachReadyTakesRanksInTheOrderTheyPost) {
+  Arenas arenas(3);
+  std::atomic<bool> took_two{false};
+  std::vector<int> order;
+  std::thread two([&] {
+    HostArena& a = *arenas.arena[2];
+    a.begin_round(soon(), kSmall);
+    a.post(2);
+  });
+  std::thread one([&] {
+    HostArena& a = *arenas.arena[1];
+    a.begin_round(soon(), kSmall);
+    for (int i = 0; i < 5000 && !took_two.load(); ++i) std::this_thread::sleep_for(1ms);
+    a.post(2);
+  });
+  HostArena& zero = *arenas.arena[0];
+  zero.begin_round(soon(), kSmall);
+  zero.post(2);
+  zero.for_each_ready(2, soon(), [&](int r) {
+    order.push_back(r);
+    if (r == 2) took_two.store(true);
+  });
+  one.join();
+  two.join();
+  EXPECT_EQ(order, (std::vector<int>{2, 1}));
 }
 
 }  // namespace

@@ -193,6 +193,8 @@ TEST(WaitPolicy, PollsWithACoreEachAndYieldsAtOnceWhenOversubscribed) {
   const WaitPolicy shared = WaitPolicy::for_counts(3, 2);
   EXPECT_EQ(shared.spin, microseconds(0));
   EXPECT_EQ(shared.yield, microseconds(1000));
+  EXPECT_FALSE(own_core.cores_shared);
+  EXPECT_TRUE(shared.cores_shared);
 
   const auto start = Clock::now();
   Backoff backoff(own_core, start);

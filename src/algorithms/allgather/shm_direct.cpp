@@ -1,6 +1,7 @@
 // All-gather directly in the host arena, one flag per round: rank r copies a
 // chunk of its block into its round buffer and posts 2g; every rank copies each
-// other rank's chunk out as soon as that rank's flag says it is there. In place
+// other rank's chunk out as soon as that rank's flag says it is there, in the order
+// the ranks get there (HostArena::for_each_ready). In place
 // (send = block r of recv) the own copy is skipped.
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
@@ -16,7 +17,6 @@ using transport::shm::HostArena;
 
 void allgather_round(HostArena& arena, const CollectiveArgs& args, std::size_t offset,
                      std::size_t c) {
-  const int n = arena.size();
   const int r = arena.rank();
   const std::size_t bytes = bytes_of(c, args.dtype);
   const std::uint64_t g = arena.begin_round(args.deadline, bytes);
@@ -24,12 +24,10 @@ void allgather_round(HostArena& arena, const CollectiveArgs& args, std::size_t o
   std::memcpy(arena.buffer(r, g), source, bytes);
   arena.post(2 * g);
   copy_elements(element_at(args.recv, r * args.count + offset, args.dtype), source, c, args.dtype);
-  for (int step = 1; step < n; ++step) {
-    const int j = (r + step) % n;
-    arena.wait_for(j, 2 * g, args.deadline);
+  arena.for_each_ready(2 * g, args.deadline, [&](int j) {
     std::memcpy(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
                 bytes);
-  }
+  });
 }
 
 }  // namespace

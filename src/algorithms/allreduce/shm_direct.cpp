@@ -95,7 +95,11 @@ void reduce_through_arena(transport::Transport& transport, const CollectiveArgs&
   if (bytes <= std::min(kOneRoundBytes, arena.round_bytes())) {
     return allreduce_one_round(arena, args, keeps_result);
   }
-  const std::size_t chunk = arena.round_bytes() / dtype_size(args.dtype);
+  // Reduce: smaller rounds, so that the root copies one out while the others copy the next in.
+  const std::size_t chunk =
+      args.collective == Collective::Reduce
+          ? arena_pipeline_elements(args.count, args.dtype, arena)
+          : arena.round_bytes() / dtype_size(args.dtype);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     allreduce_chunk(arena, args, offset, std::min(chunk, args.count - offset), keeps_result);
   }

@@ -27,12 +27,12 @@ void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& 
                   element_at(args.send, j * args.count + offset, args.dtype), piece);
     }
     arena.post(2 * g);
-    for (int step = 0; step < n; ++step) {
-      const int j = (r + step) % n;
-      if (j != r) arena.wait_for(j, 2 * g, args.deadline);
+    const auto take = [&](int j) {
       std::memcpy(element_at(args.recv, j * args.count + offset, args.dtype),
                   arena.buffer(j, g) + piece * r, piece);
-    }
+    };
+    take(r);
+    arena.for_each_ready(2 * g, args.deadline, take);
   }
 }
 

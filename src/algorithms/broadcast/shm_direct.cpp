@@ -1,4 +1,6 @@
-// Broadcast directly in the host arena: per round the root copies a chunk
+// Broadcast directly in the host arena, in chunks of about an eighth of the
+// message (arena_pipeline_elements), so that the receivers copy chunk k out while
+// the root copies chunk k + 1 in: per round the root copies a chunk
 // into its round buffer and posts 2g; every other rank posts 2g (it finished
 // reading the previous round), waits for the root's flag and copies the chunk
 // out, after checking that the root's record of the round names this call. The
@@ -17,7 +19,7 @@ void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs&
   if (finish_trivial_call(transport, args)) return;
   auto& arena = begin_arena_call(transport, args);
   const bool root = arena.rank() == args.root;
-  const std::size_t chunk = arena.round_bytes() / dtype_size(args.dtype);
+  const std::size_t chunk = arena_pipeline_elements(args.count, args.dtype, arena);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(c, args.dtype));

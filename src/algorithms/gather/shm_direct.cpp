@@ -1,6 +1,7 @@
 // Gather directly in the host arena: per round every rank copies a chunk of
 // its block into its round buffer and posts 2g; the root copies each rank's
-// chunk into place as soon as that rank's flag says it is there (its own block
+// chunk into place as soon as that rank's flag says it is there, in the order the
+// ranks get there (its own block
 // straight from send, nothing in place).
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
@@ -14,7 +15,6 @@ namespace chorus::algorithms {
 void gather_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   auto& arena = begin_arena_call(transport, args);
-  const int n = arena.size();
   const int r = arena.rank();
   const std::size_t chunk = arena.round_bytes() / dtype_size(args.dtype);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
@@ -26,12 +26,10 @@ void gather_shm_direct(transport::Transport& transport, const CollectiveArgs& ar
     if (r != args.root) continue;
     copy_elements(element_at(args.recv, r * args.count + offset, args.dtype), source, c,
                   args.dtype);
-    for (int step = 1; step < n; ++step) {
-      const int j = (r + step) % n;
-      arena.wait_for(j, 2 * g, args.deadline);
+    arena.for_each_ready(2 * g, args.deadline, [&](int j) {
       std::memcpy(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
                   bytes_of(c, args.dtype));
-    }
+    });
   }
 }
 

@@ -172,6 +172,12 @@ void HostArena::wait_all(std::uint64_t value, Deadline deadline) {
   }
 }
 
+bool HostArena::ready(int r, std::uint64_t value) {
+  if (!reached(r, value)) return false;
+  if (checked_[static_cast<std::size_t>(r)] != value / 2) check_round_of(r, value / 2);
+  return true;
+}
+
 void HostArena::wait_for(int r, std::uint64_t value, Deadline deadline) {
   if (!reached(r, value)) wait_slow(r, value, deadline);
   if (checked_[static_cast<std::size_t>(r)] != value / 2) check_round_of(r, value / 2);
@@ -212,11 +218,33 @@ void HostArena::fail(const Error& error) {
 /// Spin, then yield, then sleep on the doorbell (wait_policy_); the watcher runs every
 /// kCheckPeriod.
 void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
+  wait_until([&] { return reached(r, value); }, [&] { return "rank " + std::to_string(r); },
+             deadline);
+}
+
+void HostArena::wait_any(std::span<const int> ranks, std::uint64_t value, Deadline deadline) {
+  const auto any = [&] {
+    for (int r : ranks) {
+      if (reached(r, value)) return true;
+    }
+    return false;
+  };
+  const auto who = [&] {
+    std::string names = ranks.size() == 1 ? "rank " : "any of ranks ";
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      names += (i ? ", " : "") + std::to_string(ranks[i]);
+    }
+    return names;
+  };
+  wait_until(any, who, deadline);
+}
+
+template <typename Reached, typename Who>
+void HostArena::wait_until(Reached&& reached, Who&& who, Deadline deadline) {
   const auto start = Clock::now();
   auto next_check = start;
   auto next_probe = start + kStallProbeDelay;
   const Backoff backoff(wait_policy_, start);
-  auto reached = [&] { return this->reached(r, value); };
   while (!reached()) {
     const auto now = Clock::now();
     if (now >= next_check) {
@@ -227,8 +255,8 @@ void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
       if (reached()) break;
     }
     if (now >= deadline) {
-      fail(Error(Status::Timeout, "timed out waiting for rank " + std::to_string(r) +
-                                      " in the host arena (" + describe(call_) + ")"));
+      fail(Error(Status::Timeout, "timed out waiting for " + who() + " in the host arena (" +
+                                      describe(call_) + ")"));
     }
     const Backoff::Action action = backoff.next(now);
     if (action == Backoff::Action::Spin) {

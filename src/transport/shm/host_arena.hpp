@@ -47,6 +47,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -120,10 +121,21 @@ class HostArena {
   void wait_for(int r, std::uint64_t value, Deadline deadline);
   /// wait_for every other rank.
   void wait_all(std::uint64_t value, Deadline deadline);
+  /// Whether rank `r`'s flag is at least `value` now, with its record of that round checked
+  /// (wait_for without waiting).
+  bool ready(int r, std::uint64_t value);
+  /// Calls `take(r)` once for every other rank r as soon as r's flag reaches `value` (as
+  /// wait_for), in whatever order they get there, starting with rank + 1: a rank that is not
+  /// running holds up only its own part. Waits (wait_for) only when none is ready.
+  template <typename Take>
+  void for_each_ready(std::uint64_t value, Deadline deadline, Take&& take);
 
   void set_watcher(ArenaWatcher* watcher) { watcher_ = watcher; }
   /// How wait_for polls, yields and sleeps (the transport's, chosen for this host).
   void set_wait_policy(const WaitPolicy& policy) { wait_policy_ = policy; }
+  /// Whether this host has more ranks than CPUs (the wait policy's verdict): a round handed
+  /// to a rank that is not running then costs a scheduler slice, so fewer rounds are better.
+  bool cores_shared() const { return wait_policy_.cores_shared; }
 
  private:
   HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes);
@@ -133,6 +145,12 @@ class HostArena {
   void check_round_of(int r, std::uint64_t round);
   [[noreturn]] void fail(const Error& error);
   void wait_slow(int r, std::uint64_t value, Deadline deadline);
+  /// Waits until some rank of `ranks` has a flag of at least `value` (records unchecked).
+  void wait_any(std::span<const int> ranks, std::uint64_t value, Deadline deadline);
+  /// Polls `reached()`, then yields, then sleeps (the wait policy), with watcher passes and
+  /// the deadline; `who()` names what it waited for in a timeout.
+  template <typename Reached, typename Who>
+  void wait_until(Reached&& reached, Who&& who, Deadline deadline);
 
   std::shared_ptr<Segment> segment_;
   int rank_;
@@ -151,5 +169,25 @@ class HostArena {
   std::vector<std::uint64_t> seen_;     ///< per rank: the highest flag this rank loaded
   std::vector<std::uint64_t> checked_;  ///< per rank: the last round whose record matched
 };
+
+template <typename Take>
+void HostArena::for_each_ready(std::uint64_t value, Deadline deadline, Take&& take) {
+  thread_local std::vector<int> pending;
+  pending.clear();
+  for (int step = 1; step < size_; ++step) pending.push_back((rank_ + step) % size_);
+  while (!pending.empty()) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      const int r = pending[i];
+      if (ready(r, value)) {
+        take(r);
+      } else {
+        pending[kept++] = r;
+      }
+    }
+    if (kept == pending.size()) wait_any({pending.data(), kept}, value, deadline);
+    pending.resize(kept);
+  }
+}
 
 }  // namespace chorus::transport::shm
