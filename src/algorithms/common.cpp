@@ -1,6 +1,7 @@
 // Helpers shared by the algorithms.
 #include "algorithms/common.hpp"
 
+#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <chorus/error.hpp>
@@ -15,7 +16,7 @@ namespace chorus::algorithms {
 
 void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype) {
   if (count == 0 || dst == src) return;
-  std::memcpy(dst, src, bytes_of(count, dtype));
+  copy_bytes(dst, src, bytes_of(count, dtype));
 }
 
 void rotate_blocks(void* dst, const void* src, int first, int nblocks, std::size_t count,

@@ -5,6 +5,7 @@
 // (send = block r of recv) the own copy is skipped.
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <algorithm>
@@ -21,11 +22,11 @@ void allgather_round(HostArena& arena, const CollectiveArgs& args, std::size_t o
   const std::size_t bytes = bytes_of(c, args.dtype);
   const std::uint64_t g = arena.begin_round(args.deadline, bytes);
   const std::byte* source = element_at(args.send, offset, args.dtype);
-  std::memcpy(arena.buffer(r, g), source, bytes);
+  copy_bytes(arena.buffer(r, g), source, bytes);
   arena.post(2 * g);
   copy_elements(element_at(args.recv, r * args.count + offset, args.dtype), source, c, args.dtype);
   arena.for_each_ready(2 * g, args.deadline, [&](int j) {
-    std::memcpy(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
+    copy_bytes(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
                 bytes);
   });
 }

@@ -19,6 +19,7 @@
 #include "algorithms/allreduce/shm_direct.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
@@ -36,7 +37,7 @@ constexpr std::size_t kOneRoundBytes = 16 * 1024;  ///< redundant reduction belo
 void allreduce_one_round(HostArena& arena, const CollectiveArgs& args, bool keeps_result) {
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   const std::uint64_t g = arena.begin_round(args.deadline, bytes);
-  std::memcpy(arena.buffer(arena.rank(), g), args.send, bytes);
+  copy_bytes(arena.buffer(arena.rank(), g), args.send, bytes);
   arena.post(2 * g);
   if (!keeps_result) return;
   arena.wait_all(2 * g, args.deadline);
@@ -56,9 +57,9 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
   const std::byte* input = element_at(args.send, offset, args.dtype);
   std::byte* buffer = arena.buffer(r, g);
   // Before and after the own slice: one copy each (slices are contiguous, in rank order).
-  std::memcpy(buffer, input, bytes_of(own.offset, args.dtype));
+  copy_bytes(buffer, input, bytes_of(own.offset, args.dtype));
   const std::size_t after = own.offset + own.count;
-  std::memcpy(element_at(buffer, after, args.dtype), element_at(input, after, args.dtype),
+  copy_bytes(element_at(buffer, after, args.dtype), element_at(input, after, args.dtype),
               bytes_of(count - after, args.dtype));
   arena.post(2 * g);
   arena.wait_all(2 * g, args.deadline);
@@ -79,7 +80,7 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
     const int j = (r + step) % n;  // own slice first: it is ready
     if (j != r) arena.wait_for(j, 2 * g + 1, args.deadline);
     const auto slice = patterns::block_of(count, n, j);
-    std::memcpy(element_at(args.recv, offset + slice.offset, args.dtype),
+    copy_bytes(element_at(args.recv, offset + slice.offset, args.dtype),
                 element_at(arena.buffer(j, g), slice.offset, args.dtype),
                 bytes_of(slice.count, args.dtype));
   }

@@ -5,6 +5,7 @@
 // pieces are all in the arena before any output piece is written.
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <algorithm>
@@ -23,12 +24,12 @@ void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& 
     const std::size_t piece = bytes_of(c, args.dtype);
     const std::uint64_t g = arena.begin_round(args.deadline, piece * n);
     for (int j = 0; j < n; ++j) {
-      std::memcpy(arena.buffer(r, g) + piece * j,
+      copy_bytes(arena.buffer(r, g) + piece * j,
                   element_at(args.send, j * args.count + offset, args.dtype), piece);
     }
     arena.post(2 * g);
     const auto take = [&](int j) {
-      std::memcpy(element_at(args.recv, j * args.count + offset, args.dtype),
+      copy_bytes(element_at(args.recv, j * args.count + offset, args.dtype),
                   arena.buffer(j, g) + piece * r, piece);
     };
     take(r);

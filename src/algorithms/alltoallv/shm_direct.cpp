@@ -24,6 +24,7 @@
 // later rounds still read it after earlier ones wrote recv.
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <chorus/error.hpp>
@@ -125,16 +126,16 @@ class Exchange {
       const std::size_t bytes = j == r_ ? 0 : plan_.carried(k, sent_to(j));
       if (bytes == 0) continue;
       const std::byte* block = element_at(source_, args_.send_displs[index(j)], args_.dtype);
-      std::memcpy(buffer + plan_.offset(k, slot(r_, j)), block + plan_.start(k), bytes);
+      copy_bytes(buffer + plan_.offset(k, slot(r_, j)), block + plan_.start(k), bytes);
     }
   }
 
   void write_header(std::byte* buffer) const {
     const std::uint64_t need = own_rounds();
-    std::memcpy(buffer, &need, kWord);
+    copy_bytes(buffer, &need, kWord);
     for (int j = 0; j < n_; ++j) {
       const std::uint64_t bytes = sent_to(j);
-      std::memcpy(buffer + kWord * (1 + index(j)), &bytes, kWord);
+      copy_bytes(buffer + kWord * (1 + index(j)), &bytes, kWord);
     }
   }
 
@@ -143,8 +144,8 @@ class Exchange {
     arena_.wait_for(j, 2 * g, args_.deadline);
     const std::byte* buffer = arena_.buffer(j, g);
     std::uint64_t need = 0, sent = 0;
-    std::memcpy(&need, buffer, kWord);
-    std::memcpy(&sent, buffer + kWord * (1 + index(r_)), kWord);
+    copy_bytes(&need, buffer, kWord);
+    copy_bytes(&sent, buffer + kWord * (1 + index(r_)), kWord);
     if (sent != expected_from(j)) fail_count(j, sent);
     return need;
   }
@@ -167,7 +168,7 @@ class Exchange {
     if (bytes == 0) return;
     if (k > 1) arena_.wait_for(j, 2 * g, args_.deadline);
     std::byte* block = element_at(args_.recv, args_.recv_displs[index(j)], args_.dtype);
-    std::memcpy(block + plan_.start(k), arena_.buffer(j, g) + plan_.offset(k, slot(j, r_)), bytes);
+    copy_bytes(block + plan_.start(k), arena_.buffer(j, g) + plan_.offset(k, slot(j, r_)), bytes);
   }
 
   HostArena& arena_;

@@ -4,6 +4,7 @@
 // algorithm shares.
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 namespace chorus::algorithms {

@@ -8,6 +8,7 @@
 // round that last used its buffer and round record (host_arena.hpp).
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <algorithm>
@@ -24,7 +25,7 @@ void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs&
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(c, args.dtype));
     if (root) {
-      std::memcpy(arena.buffer(args.root, g), element_at(args.send, offset, args.dtype),
+      copy_bytes(arena.buffer(args.root, g), element_at(args.send, offset, args.dtype),
                   bytes_of(c, args.dtype));
       arena.post(2 * g);
       copy_elements(element_at(args.recv, offset, args.dtype),
@@ -32,7 +33,7 @@ void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs&
     } else {
       arena.post(2 * g);
       arena.wait_for(args.root, 2 * g, args.deadline);
-      std::memcpy(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g),
+      copy_bytes(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g),
                   bytes_of(c, args.dtype));
     }
   }

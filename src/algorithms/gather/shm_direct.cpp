@@ -5,6 +5,7 @@
 // straight from send, nothing in place).
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <algorithm>
@@ -21,13 +22,13 @@ void gather_shm_direct(transport::Transport& transport, const CollectiveArgs& ar
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(c, args.dtype));
     const std::byte* source = element_at(args.send, offset, args.dtype);
-    if (r != args.root) std::memcpy(arena.buffer(r, g), source, bytes_of(c, args.dtype));
+    if (r != args.root) copy_bytes(arena.buffer(r, g), source, bytes_of(c, args.dtype));
     arena.post(2 * g);
     if (r != args.root) continue;
     copy_elements(element_at(args.recv, r * args.count + offset, args.dtype), source, c,
                   args.dtype);
     arena.for_each_ready(2 * g, args.deadline, [&](int j) {
-      std::memcpy(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
+      copy_bytes(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
                   bytes_of(c, args.dtype));
     });
   }

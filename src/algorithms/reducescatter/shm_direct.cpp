@@ -9,6 +9,7 @@
 // which was copied into the arena first.
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -28,7 +29,7 @@ void reduce_scatter_round(HostArena& arena, const CollectiveArgs& args, std::siz
   const std::uint64_t g = arena.begin_round(args.deadline, piece * n);
   std::byte* mine = arena.buffer(r, g);
   for (int j = 0; j < n; ++j) {
-    std::memcpy(mine + piece * j, element_at(args.send, j * args.count + offset, args.dtype),
+    copy_bytes(mine + piece * j, element_at(args.send, j * args.count + offset, args.dtype),
                 piece);
   }
   arena.post(2 * g);

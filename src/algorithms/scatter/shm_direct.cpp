@@ -4,6 +4,7 @@
 // block goes straight from send to recv (nothing in place).
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& a
     if (root) {
       for (int j = 0; j < n; ++j) {
         if (j == r) continue;
-        std::memcpy(arena.buffer(r, g) + piece * j,
+        copy_bytes(arena.buffer(r, g) + piece * j,
                     element_at(args.send, j * args.count + offset, args.dtype), piece);
       }
     }
@@ -36,7 +37,7 @@ void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& a
       continue;
     }
     arena.wait_for(args.root, 2 * g, args.deadline);
-    std::memcpy(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g) + piece * r,
+    copy_bytes(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g) + piece * r,
                 piece);
   }
 }

@@ -1,6 +1,7 @@
 // Cross-memory reads; see cross_memory.hpp.
 #include "transport/shm/cross_memory.hpp"
 
+#include "core/copy.hpp"
 #include "transport/shm/process_state.hpp"
 
 #include <sys/uio.h>
@@ -27,7 +28,7 @@ CrossMemory::CrossMemory() : self_(::getpid()) {}
 int CrossMemory::read(pid_t pid, std::uint64_t address, void* dst, std::size_t bytes) const {
   if (bytes == 0) return 0;
   if (pid == self_) {
-    std::memcpy(dst, reinterpret_cast<const void*>(address), bytes);
+    copy_bytes(dst, reinterpret_cast<const void*>(address), bytes);
     return 0;
   }
   auto* out = static_cast<std::byte*>(dst);

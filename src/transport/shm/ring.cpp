@@ -1,6 +1,8 @@
 // SPSC byte ring; see ring.hpp for the protocol.
 #include "transport/shm/ring.hpp"
 
+#include "core/copy.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -16,16 +18,16 @@ void copy_in(std::byte* ring, std::uint64_t capacity, std::uint64_t position, co
              std::size_t bytes) {
   std::size_t offset = position & (capacity - 1);
   std::size_t first = std::min<std::size_t>(bytes, capacity - offset);
-  std::memcpy(ring + offset, from, first);
-  std::memcpy(ring, from + first, bytes - first);
+  copy_bytes(ring + offset, from, first);
+  copy_bytes(ring, from + first, bytes - first);
 }
 
 void copy_out(const std::byte* ring, std::uint64_t capacity, std::uint64_t position, std::byte* to,
               std::size_t bytes) {
   std::size_t offset = position & (capacity - 1);
   std::size_t first = std::min<std::size_t>(bytes, capacity - offset);
-  std::memcpy(to, ring + offset, first);
-  std::memcpy(to + first, ring, bytes - first);
+  copy_bytes(to, ring + offset, first);
+  copy_bytes(to + first, ring, bytes - first);
 }
 
 }  // namespace
