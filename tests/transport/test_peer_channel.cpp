@@ -277,6 +277,17 @@ std::string filler(std::size_t bytes, char seed) {
   return text;
 }
 
+/// Posts broadcast receive `id` for `expected`, drives the channel, and checks that every
+/// pending request completed and the receive holds `expected`.
+void expect_delivered(PeerChannel& channel, PendingMap& pending, RequestId id,
+                      const std::string& expected) {
+  std::string in(expected.size(), '-');
+  channel.post_recv(id, in.data(), in.size(), stamp(Collective::Broadcast, 0, in.size()));
+  drive(channel, pending);
+  EXPECT_TRUE(pending.empty());
+  EXPECT_EQ(in, expected);
+}
+
 TEST(PeerChannel, LargeCollectiveMessageWaitsInTheLinkForItsReceive) {
   Script script;
   script.chunk = 50000;
@@ -319,11 +330,7 @@ TEST(PeerChannel, HeldMessageIsBufferedWhenItsHoldEnds) {
   drive(channel, pending);
   EXPECT_EQ(script.read_offset, script.incoming.size()) << "buffered after the hold";
   EXPECT_FALSE(channel.hold_expiry());
-  std::string in(bytes, '-');
-  channel.post_recv(1, in.data(), bytes, stamp(Collective::Broadcast, 0, bytes));
-  drive(channel, pending);
-  EXPECT_TRUE(pending.empty());
-  EXPECT_EQ(in, message);
+  expect_delivered(channel, pending, 1, message);
 }
 
 TEST(PeerChannel, HeldMessageIsBufferedAtOnceWhenTheSendToThatPeerIsStuck) {
@@ -343,11 +350,7 @@ TEST(PeerChannel, HeldMessageIsBufferedAtOnceWhenTheSendToThatPeerIsStuck) {
   EXPECT_EQ(pending.count(1), 1u) << "the link took only part of the send";
   EXPECT_EQ(script.read_offset, script.incoming.size()) << "buffered, not held";
   script.write_budget = SIZE_MAX;
-  std::string in(bytes, '-');
-  channel.post_recv(2, in.data(), bytes, stamp(Collective::Broadcast, 0, bytes));
-  drive(channel, pending);
-  EXPECT_TRUE(pending.empty());
-  EXPECT_EQ(in, message);
+  expect_delivered(channel, pending, 2, message);
 }
 
 TEST(PeerChannel, HeldMessageIsBufferedWhenThePeerHangsUp) {
@@ -367,11 +370,7 @@ TEST(PeerChannel, HeldMessageIsBufferedWhenThePeerHangsUp) {
   drive(channel, pending);
   EXPECT_EQ(script.read_offset, script.incoming.size());
   ASSERT_TRUE(channel.failure()) << "read on to the hang-up behind the message";
-  std::string in(bytes, '-');
-  channel.post_recv(1, in.data(), bytes, stamp(Collective::Broadcast, 0, bytes));
-  drive(channel, pending);
-  EXPECT_TRUE(pending.empty()) << "what the peer sent before it went is still delivered";
-  EXPECT_EQ(in, filler(bytes, 'h'));
+  expect_delivered(channel, pending, 1, filler(bytes, 'h'));
 }
 
 TEST(PeerChannel, SmallAndPointToPointMessagesAreNeverHeld) {
