@@ -123,15 +123,7 @@ std::byte* HostArena::buffer(int r, std::uint64_t round) const {
 }
 
 void HostArena::begin_call(const Fingerprint& call) {
-  if (watcher_) {
-    const auto now = Clock::now();
-    if (now >= next_call_check_) {
-      next_call_check_ = now + kCheckPeriod;
-      watcher_->arena_check(call, /*send_probe=*/false);
-    } else {
-      watcher_->arena_throw_if_broken();
-    }
-  }
+  if (watcher_) watcher_->arena_check(call, /*send_probe=*/false);
   call_ = call;
 }
 
