@@ -172,6 +172,9 @@ void CmaCall::fail_read(int peer, int error, std::size_t bytes) {
   const std::string call = std::string(to_string(args_.collective)) + " (cma): ";
   const auto pid = static_cast<pid_t>(cards_[static_cast<std::size_t>(peer)].pid);
   const bool gone = CrossMemory::failed_by_exit(pid, error);
+  // A peer whose memory went away may have left because of an earlier failure elsewhere
+  // (it aborted the job, naming the rank that died first): report that one if it is known.
+  arena_.check_now();
   const std::string message =
       gone ? call + who + " died (cross-memory read: " + std::strerror(error) + ")"
            : call + "reading " + std::to_string(bytes) + " bytes of " + who +

@@ -108,6 +108,11 @@ class HostArena {
   /// Starts a call: one watcher pass (a broken transport or an ABORT frame that
   /// already arrived fails it now). Must precede the call's first round.
   void begin_call(const Fingerprint& call);
+  /// One watcher pass now: throws the failure the transport already knows of (a broken
+  /// transport, an ABORT frame that arrived, a dead peer), if any.
+  void check_now() {
+    if (watcher_) watcher_->arena_check(call_, /*send_probe=*/false);
+  }
   /// Starts the next round and returns its number: waits until this rank may
   /// reuse the buffer and round record of that round, then publishes the record.
   /// `bytes`: the most any rank writes into its buffer in this round, the same on
