@@ -136,9 +136,10 @@ const Selection& SelectionCache::select(const CollectiveArgs& args,
                                         const SelectionContext& context,
                                         const std::vector<AlgorithmOverride>& overrides) {
   const std::size_t bytes = selection_bytes(args);
-  const std::size_t slot =
-      (bytes * 0x9E3779B97F4A7C15ull + static_cast<std::size_t>(args.collective)) >> 58;
-  Entry& entry = entries_[slot % kEntries];
+  // Fibonacci hashing: the top 6 bits of the product index the 64 entries.
+  static_assert(kEntries == 64);
+  Entry& entry =
+      entries_[(bytes * 0x9E3779B97F4A7C15ull + static_cast<std::size_t>(args.collective)) >> 58];
   if (!entry.used || entry.collective != args.collective || entry.bytes != bytes ||
       entry.host_arena != args.host_arena || entry.allow_cma != args.allow_cma) {
     entry.choice = algorithms::select(args, context, overrides);  // throws: entry untouched

@@ -92,9 +92,7 @@ void Executor::run_claimed(const Work& work, FlightRecorder::RecordId record) {
   Outcome outcome = guarded(work);
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
   std::unique_lock lock(mutex_);
-  RequestState request;  // only the record id: nobody waits on it
-  request.record = record;
-  record_end(request, outcome.status, outcome.message);
+  record_end(record, outcome.status, outcome.message);
   if (outcome.failed()) dump_after_failure(lock, outcome.status);
   running_ = false;
   step_done();
@@ -107,8 +105,8 @@ void Executor::step_done() {
   if (helpers_ == 0 && (has_work() || stopping_)) work_.notify_one();
 }
 
-void Executor::record_end(const RequestState& request, Status status, const std::string& message) {
-  if (recorder_) recorder_->finished(request.record, status, message, Clock::now());
+void Executor::record_end(FlightRecorder::RecordId record, Status status, const std::string& message) {
+  if (recorder_) recorder_->finished(record, status, message, Clock::now());
 }
 
 void Executor::dump_after_failure(std::unique_lock<std::mutex>& lock, Status status) {
@@ -163,7 +161,7 @@ void Executor::run_work(std::unique_lock<std::mutex>& lock, Item item) {
   Outcome outcome = guarded(item.work);
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
   lock.lock();
-  record_end(*item.request, outcome.status, outcome.message);
+  record_end(item.request->record, outcome.status, outcome.message);
   if (outcome.failed()) dump_after_failure(lock, outcome.status);
   finish(item.request, outcome.status, std::move(outcome.message));
   running_ = false;
@@ -179,8 +177,8 @@ void Executor::post_work(std::unique_lock<std::mutex>& lock, Item item) {
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
   lock.lock();
   if (outcome.failed()) {
-    for (InFlight& f : in_flight_) record_end(*f.request, outcome.status, outcome.message);
-    record_end(*item.request, outcome.status, outcome.message);
+    for (InFlight& f : in_flight_) record_end(f.request->record, outcome.status, outcome.message);
+    record_end(item.request->record, outcome.status, outcome.message);
     dump_after_failure(lock, outcome.status);
   }
   if (outcome.failed() && in_flight_.empty()) {
@@ -223,7 +221,7 @@ void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) 
   std::size_t retired = 0;
   while (retired < count && (outcome.failed() || done[retired])) ++retired;
   for (std::size_t i = 0; i < retired; ++i) {
-    record_end(*in_flight_[i].request, outcome.status, outcome.message);
+    record_end(in_flight_[i].request->record, outcome.status, outcome.message);
   }
   if (outcome.failed()) dump_after_failure(lock, outcome.status);
   for (std::size_t i = 0; i < retired; ++i) {

@@ -122,7 +122,7 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// some progress is possible (a slice, woken early by new work).
   void progress_in_flight(std::unique_lock<std::mutex>& lock, bool all);
   /// Records the outcome in the flight recorder; finish() then completes the request.
-  void record_end(const RequestState& request, Status status, const std::string& message);
+  void record_end(FlightRecorder::RecordId record, Status status, const std::string& message);
   void finish(const std::shared_ptr<RequestState>& request, Status status, std::string message);
   /// After the first timeout, mismatch or remote error: dumps every record, with `lock`
   /// released (the failed requests are recorded, not yet complete). Returns with it held.

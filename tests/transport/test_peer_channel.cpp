@@ -277,6 +277,14 @@ std::string filler(std::size_t bytes, char seed) {
   return text;
 }
 
+/// Drives the channel once and checks that it read the whole script and holds nothing.
+void expect_read_at_once(Script& script, PeerChannel& channel) {
+  PendingMap pending;
+  drive(channel, pending);
+  EXPECT_EQ(script.read_offset, script.incoming.size());
+  EXPECT_FALSE(channel.hold_expiry());
+}
+
 /// Posts broadcast receive `id` for `expected`, drives the channel, and checks that every
 /// pending request completed and the receive holds `expected`.
 void expect_delivered(PeerChannel& channel, PendingMap& pending, RequestId id,
@@ -381,10 +389,7 @@ TEST(PeerChannel, SmallAndPointToPointMessagesAreNeverHeld) {
   append_frame(script, collective_header(0, small), filler(small, 'f'));
   PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
   channel.set_holding(true);
-  PendingMap pending;
-  drive(channel, pending);
-  EXPECT_EQ(script.read_offset, script.incoming.size());
-  EXPECT_FALSE(channel.hold_expiry());
+  expect_read_at_once(script, channel);
 }
 
 TEST(PeerChannel, WithoutHoldingLargeCollectiveMessagesAreBufferedAtOnce) {
@@ -393,10 +398,7 @@ TEST(PeerChannel, WithoutHoldingLargeCollectiveMessagesAreBufferedAtOnce) {
   const std::size_t bytes = kHoldBytes * 2;
   append_frame(script, collective_header(0, bytes), filler(bytes, 'i'));
   PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
-  PendingMap pending;
-  drive(channel, pending);
-  EXPECT_EQ(script.read_offset, script.incoming.size());
-  EXPECT_FALSE(channel.hold_expiry());
+  expect_read_at_once(script, channel);
 }
 
 TEST(PeerChannel, HeldMessageIsCheckedAgainstTheReceiveThatComes) {
