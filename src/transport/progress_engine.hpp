@@ -65,6 +65,7 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
  private:
   // shm::ArenaWatcher: liveness, aborts and probes while an arena collective waits.
   void arena_check(const Fingerprint& call, bool send_probe) override;
+  void arena_throw_if_broken() override { throw_if_broken(); }
   [[noreturn]] void arena_fail(const Error& error) override;
 
   void check_post(int peer, const void* data, std::size_t bytes) const;

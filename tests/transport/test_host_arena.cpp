@@ -6,12 +6,15 @@
 #include "bootstrap/store.hpp"
 #include "transport/shm/host_arena.hpp"
 
+#include <chorus/error.hpp>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -166,6 +169,49 @@ TEST(HostArena, ForEachReadyTakesRanksInTheOrderTheyPost) {
   one.join();
   two.join();
   EXPECT_EQ(order, (std::vector<int>{2, 1}));
+}
+
+/// Counts the passes; throws `broken` from every check once it is set.
+struct CountingWatcher : ArenaWatcher {
+  int full = 0, quick = 0;
+  std::optional<Error> broken;
+  void arena_check(const Fingerprint&, bool) override {
+    ++full;
+    if (broken) throw *broken;
+  }
+  [[noreturn]] void arena_fail(const Error& error) override { throw error; }
+  void arena_throw_if_broken() override {
+    ++quick;
+    if (broken) throw *broken;
+  }
+};
+
+// Back-to-back calls run the full pass (progress, ABORT frames, dead peers) once per
+// millisecond and only the broken check in between; a broken transport fails every call.
+TEST(HostArena, BeginCallRunsTheFullWatcherPassAtMostEveryMillisecond) {
+  ArenaPair pair;
+  CountingWatcher watcher;
+  HostArena& arena = *pair.arena[0];
+  arena.set_watcher(&watcher);
+  Fingerprint call;
+  call.collective = Collective::Broadcast;
+  const auto start = Clock::now();
+  int calls = 0;
+  for (; Clock::now() < start + 5ms; ++calls) {
+    call.seq = static_cast<std::uint64_t>(calls) + 2;
+    arena.begin_call(call);
+  }
+  EXPECT_EQ(watcher.full + watcher.quick, calls);
+  EXPECT_GE(watcher.full, 1);
+  EXPECT_LE(watcher.full, 7);  // 5 ms of calls: a pass per millisecond, and the first
+  std::this_thread::sleep_for(2ms);
+  const int full = watcher.full;
+  arena.begin_call(call);
+  EXPECT_EQ(watcher.full, full + 1) << "a pass is due after a millisecond";
+  watcher.broken = Error(Status::RemoteError, "rank 1 aborted");
+  EXPECT_THROW(arena.begin_call(call), Error);
+  EXPECT_THROW(arena.begin_call(call), Error);
+  arena.set_watcher(nullptr);
 }
 
 }  // namespace

@@ -123,7 +123,15 @@ std::byte* HostArena::buffer(int r, std::uint64_t round) const {
 }
 
 void HostArena::begin_call(const Fingerprint& call) {
-  if (watcher_) watcher_->arena_check(call, /*send_probe=*/false);
+  if (watcher_) {
+    const auto now = Clock::now();
+    if (now >= next_call_check_) {
+      next_call_check_ = now + kCheckPeriod;
+      watcher_->arena_check(call, /*send_probe=*/false);
+    } else {
+      watcher_->arena_throw_if_broken();
+    }
+  }
   call_ = call;
 }
 

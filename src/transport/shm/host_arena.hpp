@@ -82,6 +82,8 @@ class ArenaWatcher {
   virtual void arena_check(const Fingerprint& call, bool send_probe) = 0;
   /// Breaks the transport with `error` and throws it.
   [[noreturn]] virtual void arena_fail(const Error& error) = 0;
+  /// Throws what broke the transport, if anything has (no progress, no liveness pass).
+  virtual void arena_throw_if_broken() = 0;
 };
 
 class HostArena {
@@ -105,8 +107,10 @@ class HostArena {
   /// Rank `r`'s buffer in round `round`.
   std::byte* buffer(int r, std::uint64_t round) const;
 
-  /// Starts a call: one watcher pass (a broken transport or an ABORT frame that
-  /// already arrived fails it now). Must precede the call's first round.
+  /// Starts a call: a broken transport fails it now, and at most once per millisecond a
+  /// full watcher pass (an ABORT frame that already arrived, a dead peer) runs first, so a
+  /// call that never waits notices those within a millisecond; every wait runs its own
+  /// passes. Must precede the call's first round.
   void begin_call(const Fingerprint& call);
   /// One watcher pass now: throws the failure the transport already knows of (a broken
   /// transport, an ABORT frame that arrived, a dead peer), if any.
@@ -168,6 +172,7 @@ class HostArena {
   ArenaWatcher* watcher_ = nullptr;
   WaitPolicy wait_policy_;
   Fingerprint call_;
+  Clock::time_point next_call_check_{};  ///< begin_call's next full watcher pass
   std::uint64_t round_ = 0;            ///< last round begun
   Fingerprint round_calls_[kLanes];    ///< the call of round g is round_calls_[g % kLanes]
   bool small_rounds_[kLanes] = {};     ///< whether round g is in lane g % kLanes
