@@ -26,13 +26,20 @@ void futex_wait(std::uint32_t* address, std::uint32_t expected, int timeout_ms) 
 
 }  // namespace
 
+// The fence pairs with arm()'s: either this load sees the sleeper armed, or the
+// sleeper's check after arm() sees the work published before this fence. Only an
+// armed doorbell has its shared sequence word written, so ranks that post to each
+// other without sleeping never contend for that cache line.
 void Doorbell::ring() const noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (Word(word_->armed).load(std::memory_order_relaxed) == 0) return;
   Word(word_->sequence).fetch_add(1, std::memory_order_seq_cst);
-  if (Word(word_->armed).load(std::memory_order_seq_cst) != 0) futex_wake_all(&word_->sequence);
+  futex_wake_all(&word_->sequence);
 }
 
 std::uint32_t Doorbell::arm() const noexcept {
   Word(word_->armed).fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   return Word(word_->sequence).load(std::memory_order_seq_cst);
 }
 

@@ -2,12 +2,13 @@
 // the rank something to do (bytes in one of its rings, space in a ring it
 // writes, an abort) rings it; the rank sleeps on it when it has nothing to do.
 //
-// No lost wake-ups: the sleeper arms (announces itself, then reads the
+// No lost wake-ups: the sleeper arms (announces itself, a fence, then reads the
 // sequence), checks for work once more, and sleeps only while the sequence is
-// unchanged. A ringer bumps the sequence after publishing its work and issues
-// FUTEX_WAKE only when someone is armed. Both sides use sequentially consistent
-// operations, so either the ringer sees the sleeper armed, or the sleeper's
-// read of the sequence sees the bump (and with it the work).
+// unchanged. A ringer publishes its work, fences, and only when someone is armed
+// bumps the sequence and issues FUTEX_WAKE. The two sequentially consistent
+// fences make it a Dekker handshake: either the ringer sees the sleeper armed (and
+// the bump fails or ends the sleep), or the sleeper's check sees the work. A ring
+// with nobody armed writes nothing shared.
 #pragma once
 
 #include <cstdint>
