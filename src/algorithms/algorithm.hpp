@@ -32,6 +32,9 @@ struct CollectiveArgs {
   int root = 0;
   std::span<const std::size_t> send_counts, send_displs, recv_counts, recv_displs;  ///< all-to-all-v, in elements
   Fingerprint fingerprint;  ///< stamped on every message this call sends
+  /// When the call began running (the communicator sets it; the deadline counts from it,
+  /// and the host arena paces its per-call watcher pass by it: one clock read per call).
+  Clock::time_point started{};
   Deadline deadline;
   bool host_arena = false;  ///< the transport has a host arena (shm_direct algorithms need it)
   bool allow_cma = false;   ///< CHORUS_CMA, read when the communicator was created (cma algorithms)

@@ -108,7 +108,9 @@ Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
     if (moves_nothing(args)) return Request(completed());
     const detail::OpDescription op{args.fingerprint};
     // A blocking call on an idle communicator runs here and now (Executor::claim).
-    if (!issuing_blocking || !s.executor->claim(op, &record)) {
+    if (issuing_blocking) args.started = Clock::now();
+    if (!issuing_blocking || !s.executor->claim(op, args.started, &record)) {
+      args.started = {};  // queued: it starts when it runs
       return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); },
                                         op, start_for_caller()));
     }

@@ -44,7 +44,9 @@ struct CommState {
   std::atomic<bool> aborted{false};
   mutable std::mutex error_mutex;
   std::string last_error;
-  std::string_view last_algorithm;  ///< a registered algorithm's name (static storage)
+  /// A registered algorithm's name (static storage). Written under error_mutex by the
+  /// running step only, which may therefore read it without the lock.
+  std::string_view last_algorithm;
   /// (collective, size bucket = bit_width(bytes), algorithm) choices already logged at INFO.
   std::set<std::tuple<int, int, std::string_view>> logged_choices;
 

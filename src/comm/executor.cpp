@@ -75,13 +75,13 @@ std::shared_ptr<RequestState> Executor::submit_posted(Post post,
   return enqueue(Item{nullptr, std::move(post), nullptr}, op, start);
 }
 
-bool Executor::claim(const OpDescription& op, FlightRecorder::RecordId* record) {
+bool Executor::claim(const OpDescription& op, Clock::time_point now,
+                     FlightRecorder::RecordId* record) {
   std::lock_guard lock(mutex_);
   if (!idle() || stopping_) return false;
   running_ = true;
   *record = 0;
   if (recorder_) {
-    const auto now = Clock::now();
     *record = recorder_->issued(op, now);
     recorder_->started(*record, now);
   }

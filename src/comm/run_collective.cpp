@@ -29,7 +29,9 @@ void run_selected(CommState& comm, algorithms::CollectiveArgs args) {
   const algorithms::Selection choice =
       comm.selection_cache.select(args, comm.selection, comm.algorithm_overrides);
   args.chunk_bytes = choice.chunk_bytes;
-  {
+  // Only the running step writes last_algorithm (steps are serialised by the executor), so
+  // it reads it without the lock and takes the lock only to change it or to log.
+  if (comm.last_algorithm.data() != choice.algorithm->name.data() || log_enabled(LogLevel::Info)) {
     std::lock_guard lock(comm.error_mutex);
     log_choice_once(comm, args, choice);
     comm.last_algorithm = choice.algorithm->name;
@@ -37,7 +39,7 @@ void run_selected(CommState& comm, algorithms::CollectiveArgs args) {
   std::string_view ran = choice.algorithm->name;  // a cma algorithm may run shm_direct instead
   args.ran_as = &ran;
   choice.algorithm->run(*comm.transport, args);
-  if (ran == choice.algorithm->name) return;
+  if (ran.data() == choice.algorithm->name.data()) return;
   std::lock_guard lock(comm.error_mutex);
   comm.last_algorithm = ran;
 }
@@ -70,7 +72,8 @@ void run_widened(CommState& comm, algorithms::CollectiveArgs args, DataType wide
 }  // namespace
 
 void run_collective(CommState& comm, algorithms::CollectiveArgs args) {
-  args.deadline = deadline_after(comm.config.timeout);
+  if (args.started == Clock::time_point{}) args.started = Clock::now();
+  args.deadline = args.started + comm.config.timeout;
   args.host_arena = comm.transport->host_arena() != nullptr;
   args.allow_cma = comm.config.cma;
   if (!has_reduce_op(args.collective)) return run_selected(comm, args);

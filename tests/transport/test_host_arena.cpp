@@ -53,7 +53,7 @@ struct Arenas {
     Fingerprint call;
     call.seq = 1;
     call.collective = Collective::Broadcast;
-    for (auto& a : arena) a->begin_call(call);
+    for (auto& a : arena) a->begin_call(call, Clock::now());
   }
 };
 
@@ -171,6 +171,61 @@ TEST(HostArena, ForEachReadyTakesRanksInTheOrderTheyPost) {
   EXPECT_EQ(order, (std::vector<int>{2, 1}));
 }
 
+// Tiny rounds keep their data in the record line; that line is reused by rounds of every
+// kind (here tiny, small and whole rounds in turn, past all lanes twice), and each rank
+// still reads the other's data of every round.
+TEST(HostArena, TinyRoundsCarryTheirDataThroughRecordLinesOfEveryKind) {
+  ArenaPair pair;
+  const std::size_t sizes[] = {8, kInlineBytes, kSmall, HostArena::kWholeRound, 1};
+  const int rounds = 3 * kLanes + 1;
+  auto run = [&](int me) {
+    HostArena& a = *pair.arena[static_cast<std::size_t>(me)];
+    const int other = 1 - me;
+    for (int i = 0; i < rounds; ++i) {
+      const std::size_t bytes = sizes[i % 5];
+      const std::size_t used = bytes == HostArena::kWholeRound ? 64 : bytes;
+      const std::uint64_t g = a.begin_round(soon(), bytes);
+      std::memset(a.buffer(me, g), 2 * i + me + 1, used);
+      a.post(2 * g);
+      a.wait_for(other, 2 * g, soon());
+      const std::byte* theirs = a.buffer(other, g);
+      for (std::size_t b = 0; b < used; ++b) {
+        ASSERT_EQ(static_cast<int>(theirs[b]), 2 * i + other + 1) << "round " << g << " byte " << b;
+      }
+    }
+  };
+  std::thread one([&] { run(1); });
+  run(0);
+  one.join();
+}
+
+// A peer in another call whose round is not tiny never sets the record line's `posted`
+// word: the waiting rank still sees its flag and reports the mismatch (no hang).
+TEST(HostArena, APeerWhoseRoundIsNotTinyIsAMismatchNotATimeout) {
+  ArenaPair pair;
+  Fingerprint tiny, larger;
+  tiny.seq = larger.seq = 2;
+  tiny.collective = larger.collective = Collective::AllReduce;
+  tiny.count = 2;
+  larger.count = 100;
+  HostArena& zero = *pair.arena[0];
+  HostArena& one = *pair.arena[1];
+  zero.begin_call(tiny, Clock::now());
+  one.begin_call(larger, Clock::now());
+  zero.begin_round(soon(), 8);
+  zero.post(2);
+  one.begin_round(soon(), 400);
+  one.post(2);
+  for (HostArena* a : {&zero, &one}) {
+    try {
+      a->wait_for(1 - a->rank(), 2, Clock::now() + 5s);
+      ADD_FAILURE() << "rank " << a->rank() << " took the other call's round";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Mismatch) << e.what();
+    }
+  }
+}
+
 /// Counts the passes; throws `broken` from every check once it is set.
 struct CountingWatcher : ArenaWatcher {
   int full = 0, quick = 0;
@@ -187,7 +242,8 @@ struct CountingWatcher : ArenaWatcher {
 };
 
 // Back-to-back calls run the full pass (progress, ABORT frames, dead peers) once per
-// millisecond and only the broken check in between; a broken transport fails every call.
+// millisecond of their start times and only the broken check in between; a broken
+// transport fails every call.
 TEST(HostArena, BeginCallRunsTheFullWatcherPassAtMostEveryMillisecond) {
   ArenaPair pair;
   CountingWatcher watcher;
@@ -196,21 +252,23 @@ TEST(HostArena, BeginCallRunsTheFullWatcherPassAtMostEveryMillisecond) {
   Fingerprint call;
   call.collective = Collective::Broadcast;
   const auto start = Clock::now();
-  int calls = 0;
-  for (; Clock::now() < start + 5ms; ++calls) {
-    call.seq = static_cast<std::uint64_t>(calls) + 2;
-    arena.begin_call(call);
+  // 5 ms of calls 10 us apart: a pass at 0, 1, 2, 3 and 4 ms.
+  for (int i = 0; i < 500; ++i) {
+    call.seq = static_cast<std::uint64_t>(i) + 2;
+    arena.begin_call(call, start + i * 10us);
   }
-  EXPECT_EQ(watcher.full + watcher.quick, calls);
-  EXPECT_GE(watcher.full, 1);
-  EXPECT_LE(watcher.full, 7);  // 5 ms of calls: a pass per millisecond, and the first
-  std::this_thread::sleep_for(2ms);
-  const int full = watcher.full;
-  arena.begin_call(call);
-  EXPECT_EQ(watcher.full, full + 1) << "a pass is due after a millisecond";
+  EXPECT_EQ(watcher.full, 5);
+  EXPECT_EQ(watcher.quick, 495);
+  arena.begin_call(call, start + 5ms - 1us);
+  EXPECT_EQ(watcher.full, 5) << "the pass at 4 ms holds until 5 ms";
+  arena.begin_call(call, start + 7ms);
+  EXPECT_EQ(watcher.full, 6) << "a pass is due a millisecond after the last";
+  arena.begin_call(call, start + 7ms + 1us);
+  EXPECT_EQ(watcher.full, 6);
   watcher.broken = Error(Status::RemoteError, "rank 1 aborted");
-  EXPECT_THROW(arena.begin_call(call), Error);
-  EXPECT_THROW(arena.begin_call(call), Error);
+  EXPECT_THROW(arena.begin_call(call, start + 7ms + 2us), Error) << "the quick check fails it";
+  EXPECT_THROW(arena.begin_call(call, start + 9ms), Error) << "the full pass fails it";
+  EXPECT_EQ(watcher.full, 7);
   arena.set_watcher(nullptr);
 }
 

@@ -15,7 +15,9 @@ transport::shm::HostArena& begin_arena_call(transport::Transport& transport,
                                             const CollectiveArgs& args) {
   transport::shm::HostArena* arena = transport.host_arena();
   if (!arena) throw Error(Status::InternalError, "shm_direct ran without a host arena");
-  arena->begin_call(args.fingerprint);
+  // Calls that did not come through a communicator (tests, nested calls) carry no start.
+  const auto started = args.started == Clock::time_point{} ? Clock::now() : args.started;
+  arena->begin_call(args.fingerprint, started);
   return *arena;
 }
 

@@ -107,10 +107,19 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
 FlagLine& HostArena::line(int r) const { return reinterpret_cast<FlagLine*>(segment_->base())[r]; }
 
 /// Flags only grow, so a value seen once stays a lower bound: a peer's line is
-/// read only when what this rank already saw is not enough.
+/// read only when what this rank already saw is not enough. The first phase of a
+/// recent tiny round is read from its record line: r stores `posted` (release) after
+/// the round's data and after finishing the reads that flag 2g vouches for, and a
+/// record line's `posted` only grows (its later rounds post larger values).
 bool HostArena::reached(int r, std::uint64_t value) {
   std::uint64_t& seen = seen_[static_cast<std::size_t>(r)];
   if (seen >= value) return true;
+  const std::uint64_t q = value / 2;
+  if (value % 2 == 0 && q <= round_ && q + kLanes > round_ && tiny_rounds_[q % kLanes] &&
+      line(r).rounds[q % kLanes].posted.load(std::memory_order_acquire) >= value) {
+    seen = value;
+    return true;
+  }
   seen = line(r).flag.load(std::memory_order_acquire);
   return seen >= value;
 }
@@ -118,13 +127,13 @@ bool HostArena::reached(int r, std::uint64_t value) {
 std::byte* HostArena::buffer(int r, std::uint64_t round) const {
   std::byte* slot = slots_ + stride_ * static_cast<std::size_t>(r);
   const std::size_t lane = round % kLanes;
+  if (tiny_rounds_[lane]) return line(r).rounds[lane].payload;
   if (small_rounds_[lane]) return slot + slot_bytes_ + kLaneBytes * lane;
   return slot + half_bytes_ * (round % 2);
 }
 
-void HostArena::begin_call(const Fingerprint& call) {
+void HostArena::begin_call(const Fingerprint& call, Clock::time_point now) {
   if (watcher_) {
-    const auto now = Clock::now();
     if (now >= next_call_check_) {
       next_call_check_ = now + kCheckPeriod;
       watcher_->arena_check(call, /*send_probe=*/false);
@@ -151,6 +160,7 @@ std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
   round_ = g;
   round_calls_[g % kLanes] = call_;
   small_rounds_[g % kLanes] = small;
+  tiny_rounds_[g % kLanes] = bytes <= kInlineBytes;
   publish_round();
   return g;
 }
@@ -161,7 +171,7 @@ std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
 /// is reused only after every rank left round_ - kLanes (begin_round), so in
 /// practice nobody reads it now; the tag makes a violation an error, not a wrong check.
 void HostArena::publish_round() {
-  RoundRecord& record = line(rank_).rounds[round_ % kLanes];
+  RoundRecord& record = line(rank_).rounds[round_ % kLanes].record;
   record.round.store(0, std::memory_order_relaxed);
   record.seq.store(call_.seq, std::memory_order_release);
   record.count.store(call_.count, std::memory_order_release);
@@ -170,7 +180,11 @@ void HostArena::publish_round() {
 }
 
 void HostArena::post(std::uint64_t value) {
-  line(rank_).flag.store(value, std::memory_order_seq_cst);
+  const std::size_t lane = round_ % kLanes;
+  if (value == 2 * round_ && tiny_rounds_[lane]) {
+    line(rank_).rounds[lane].posted.store(value, std::memory_order_release);
+  }
+  line(rank_).flag.store(value, std::memory_order_release);  // ring() fences
   doorbell_.ring();
 }
 
@@ -196,7 +210,7 @@ void HostArena::wait_for(int r, std::uint64_t value, Deadline deadline) {
 /// (seq_cst), which this rank loaded with acquire. Seqlock read (publish_round):
 /// the fields are one record when the tag reads `round` before and after them.
 void HostArena::check_round_of(int r, std::uint64_t round) {
-  RoundRecord& record = line(r).rounds[round % kLanes];
+  RoundRecord& record = line(r).rounds[round % kLanes].record;
   const std::uint64_t before = record.round.load(std::memory_order_acquire);
   Fingerprint theirs = unpack(record.seq.load(std::memory_order_acquire),
                               record.count.load(std::memory_order_acquire),

@@ -29,6 +29,13 @@
 // begin_round(g) for every peer that already posted round g - 1. The record
 // travels with the data of its round, so a reader checks the call of every round
 // it reads even when the writer has already left it.
+// Tiny rounds. A small round whose buffers hold at most kInlineBytes keeps them in
+// the round's record line itself, beside a `posted` word that the writer sets to 2g
+// (release) before its flag: a reader waits on that one line and finds the record
+// and the data in it, so a tiny call costs one cache-line transfer per peer instead
+// of three (flag, record, buffer). The flag still follows (begin_round's reuse rule
+// and the second phase read flags); a peer whose round is not tiny (another call) is
+// caught by the flag, and its record then fails the check.
 // Waiting spins ~20 us, yields, then sleeps on the arena's futex doorbell (5 ms
 // at most), calling the ArenaWatcher (the progress engine: aborts, dead peers,
 // probes) every millisecond, so nothing hangs.
@@ -65,11 +72,22 @@ struct alignas(32) RoundRecord {
 /// Small rounds in flight per rank, and the bytes a small round gives each rank.
 inline constexpr int kLanes = 16;
 inline constexpr std::size_t kLaneBytes = 4096;
+/// The bytes a tiny round gives each rank, in its record line.
+inline constexpr std::size_t kInlineBytes = 24;
 
-/// One rank's flag and its records of its latest rounds (round g in record g % kLanes).
+/// A round record with a tiny round's data: one cache line.
+struct alignas(64) RecordLine {
+  RoundRecord record;
+  std::atomic<std::uint64_t> posted{0};  ///< 2g once tiny round g's data is written; only grows
+  std::byte payload[kInlineBytes];
+};
+static_assert(sizeof(RecordLine) == 64);
+
+/// One rank's flag (a line of its own) and its records of its latest rounds (round g
+/// in record g % kLanes).
 struct alignas(64) FlagLine {
   std::atomic<std::uint64_t> flag{0};
-  RoundRecord rounds[kLanes];
+  RecordLine rounds[kLanes];
 };
 
 /// What the arena asks of the transport while it waits.
@@ -110,8 +128,9 @@ class HostArena {
   /// Starts a call: a broken transport fails it now, and at most once per millisecond a
   /// full watcher pass (an ABORT frame that already arrived, a dead peer) runs first, so a
   /// call that never waits notices those within a millisecond; every wait runs its own
-  /// passes. Must precede the call's first round.
-  void begin_call(const Fingerprint& call);
+  /// passes. Must precede the call's first round. `now`: when the call started (the
+  /// caller's clock reading; a time point that goes backwards only delays the next pass).
+  void begin_call(const Fingerprint& call, Clock::time_point now);
   /// One watcher pass now: throws the failure the transport already knows of (a broken
   /// transport, an ABORT frame that arrived, a dead peer), if any.
   void check_now() {
@@ -120,7 +139,8 @@ class HostArena {
   /// Starts the next round and returns its number: waits until this rank may
   /// reuse the buffer and round record of that round, then publishes the record.
   /// `bytes`: the most any rank writes into its buffer in this round, the same on
-  /// every rank (a function of the call); at most kLaneBytes makes it a small round.
+  /// every rank (a function of the call); at most kLaneBytes makes it a small round, at
+  /// most kInlineBytes a tiny one.
   std::uint64_t begin_round(Deadline deadline, std::size_t bytes = kWholeRound);
   /// Publishes `value` as this rank's flag and wakes sleepers.
   void post(std::uint64_t value);
@@ -176,6 +196,7 @@ class HostArena {
   std::uint64_t round_ = 0;            ///< last round begun
   Fingerprint round_calls_[kLanes];    ///< the call of round g is round_calls_[g % kLanes]
   bool small_rounds_[kLanes] = {};     ///< whether round g is in lane g % kLanes
+  bool tiny_rounds_[kLanes] = {};      ///< whether round g is in record line g % kLanes
   std::vector<std::uint64_t> seen_;     ///< per rank: the highest flag this rank loaded
   std::vector<std::uint64_t> checked_;  ///< per rank: the last round whose record matched
 };
