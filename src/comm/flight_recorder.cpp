@@ -122,13 +122,14 @@ std::string_view to_string(OpState state) noexcept {
 FlightRecorder::FlightRecorder(std::size_t capacity, TraceIdentity identity)
     : identity_(std::move(identity)),
       ring_(capacity),
+      mask_(capacity > 1 && (capacity & (capacity - 1)) == 0 ? capacity - 1 : 0),
       anchor_steady_(Clock::now()),
       anchor_wall_(std::chrono::system_clock::now()) {}
 
 FlightRecorder::RecordId FlightRecorder::issued(const OpDescription& op, Clock::time_point now) {
   if (ring_.empty()) return 0;
   const RecordId id = ++total_;
-  TraceEntry& e = ring_[(id - 1) % ring_.size()];
+  TraceEntry& e = slot(id);
   e.id = id;
   e.op = op;
   e.state = OpState::Issued;
@@ -142,7 +143,7 @@ FlightRecorder::RecordId FlightRecorder::issued(const OpDescription& op, Clock::
 
 TraceEntry* FlightRecorder::find(RecordId id) {
   if (id == 0 || ring_.empty()) return nullptr;
-  TraceEntry& e = ring_[(id - 1) % ring_.size()];
+  TraceEntry& e = slot(id);
   return e.id == id ? &e : nullptr;
 }
 

@@ -93,9 +93,15 @@ class FlightRecorder {
  private:
   /// The entry of `id`, or nullptr when it was overwritten (or never recorded).
   TraceEntry* find(RecordId id);
+  /// Where `id` lives in the ring (a mask, not a division, for power-of-two capacities).
+  TraceEntry& slot(RecordId id) {
+    const std::uint64_t i = id - 1;
+    return ring_[mask_ ? i & mask_ : i % ring_.size()];
+  }
 
   TraceIdentity identity_;
   std::vector<TraceEntry> ring_;
+  std::uint64_t mask_ = 0;  ///< capacity - 1 when it is a power of two (and above 1)
   std::uint64_t total_ = 0;
   std::atomic<const std::string_view*> algorithm_{nullptr};
   Clock::time_point anchor_steady_;

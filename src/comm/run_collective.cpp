@@ -25,7 +25,8 @@ void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
                           ") uses algorithm " + std::string(choice.algorithm->name) + chunk);
 }
 
-void run_selected(CommState& comm, algorithms::CollectiveArgs args) {
+/// Runs `args` (the caller's own copy: it sets the chunk size and ran_as in it).
+void run_selected(CommState& comm, algorithms::CollectiveArgs& args) {
   const algorithms::Selection choice =
       comm.selection_cache.select(args, comm.selection, comm.algorithm_overrides);
   args.chunk_bytes = choice.chunk_bytes;
@@ -39,6 +40,7 @@ void run_selected(CommState& comm, algorithms::CollectiveArgs args) {
   std::string_view ran = choice.algorithm->name;  // a cma algorithm may run shm_direct instead
   args.ran_as = &ran;
   choice.algorithm->run(*comm.transport, args);
+  args.ran_as = nullptr;  // `ran` ends here
   if (ran.data() == choice.algorithm->name.data()) return;
   std::lock_guard lock(comm.error_mutex);
   comm.last_algorithm = ran;

@@ -11,22 +11,37 @@ constexpr std::size_t kMaxBytes = std::size_t{1} << 56;  // far beyond any real 
 
 std::string name_of(Collective c) { return std::string(to_string(c)); }
 
-/// Bytes of `count` elements times `blocks`, or an InvalidArgument when it overflows.
-std::size_t checked_bytes(Collective c, std::size_t count, DataType dtype, std::size_t blocks) {
+// The checks run on every call: their failure paths stay out of line.
+[[noreturn, gnu::cold, gnu::noinline]] void fail_too_large(Collective c, std::size_t count) {
+  throw Error(Status::InvalidArgument, name_of(c) + ": count " + std::to_string(count) +
+                                           " is too large (the buffer size overflows)");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_null(Collective c, const char* which,
+                                                      std::size_t bytes) {
+  throw Error(Status::InvalidArgument, name_of(c) + ": " + which +
+                                           " is NULL but the call moves " + std::to_string(bytes) +
+                                           " bytes");
+}
+
+/// Bytes of `count` elements of `element_bytes` times `blocks`, or an InvalidArgument when
+/// it overflows.
+std::size_t checked_bytes(Collective c, std::size_t count, std::size_t element_bytes,
+                          std::size_t blocks) {
   std::size_t elements = 0, bytes = 0;
   if (__builtin_mul_overflow(count, blocks, &elements) ||
-      __builtin_mul_overflow(elements, dtype_size(dtype), &bytes) || bytes > kMaxBytes) {
-    throw Error(Status::InvalidArgument, name_of(c) + ": count " + std::to_string(count) +
-                                             " is too large (the buffer size overflows)");
+      __builtin_mul_overflow(elements, element_bytes, &bytes) || bytes > kMaxBytes) {
+    fail_too_large(c, count);
   }
   return bytes;
 }
 
+std::size_t checked_bytes(Collective c, std::size_t count, DataType dtype, std::size_t blocks) {
+  return checked_bytes(c, count, dtype_size(dtype), blocks);
+}
+
 void require_buffer(Collective c, const void* buf, const char* which, std::size_t bytes) {
-  if (bytes > 0 && buf == nullptr) {
-    throw Error(Status::InvalidArgument,
-                name_of(c) + ": " + which + " is NULL but the call moves " + std::to_string(bytes) + " bytes");
-  }
+  if (bytes > 0 && buf == nullptr) fail_null(c, which, bytes);
 }
 
 void check_root(Collective c, int root, int size) {
@@ -63,8 +78,9 @@ void check_all_to_all_v(const algorithms::CollectiveArgs& a, int size) {
 void check_buffers(const algorithms::CollectiveArgs& a, int rank, int size) {
   auto n = static_cast<std::size_t>(size);
   const bool is_root = rank == a.root;
-  const std::size_t one = checked_bytes(a.collective, a.count, a.dtype, 1);
-  const std::size_t all = checked_bytes(a.collective, a.count, a.dtype, n);
+  const std::size_t element_bytes = dtype_size(a.dtype);
+  const std::size_t one = checked_bytes(a.collective, a.count, element_bytes, 1);
+  const std::size_t all = checked_bytes(a.collective, a.count, element_bytes, n);
   switch (a.collective) {
     case Collective::AllReduce:
       require_buffer(a.collective, a.send, "sendbuf", one);

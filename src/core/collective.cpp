@@ -12,17 +12,6 @@ constexpr std::array<std::string_view, kNumCollectives> kNames = {
 
 }  // namespace
 
-bool has_reduce_op(Collective c) noexcept {
-  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
-}
-
-bool has_root(Collective c) noexcept {
-  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
-         c == Collective::Scatter;
-}
-
-bool is_point_to_point(Collective c) noexcept { return c == Collective::Send || c == Collective::Recv; }
-
 std::string_view to_string(Collective collective) noexcept {
   auto index = static_cast<std::size_t>(collective);
   return index < kNames.size() ? kNames[index] : "unknown collective";

@@ -33,10 +33,17 @@ std::string_view to_string(Collective collective) noexcept;
 bool parse_collective(std::string_view name, Collective* out) noexcept;
 
 /// All-reduce, reduce and reduce-scatter take a reduction operator.
-bool has_reduce_op(Collective collective) noexcept;
+constexpr bool has_reduce_op(Collective c) noexcept {
+  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
 /// Broadcast, reduce, gather and scatter have a root.
-bool has_root(Collective collective) noexcept;
-bool is_point_to_point(Collective collective) noexcept;
+constexpr bool has_root(Collective c) noexcept {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
+         c == Collective::Scatter;
+}
+constexpr bool is_point_to_point(Collective c) noexcept {
+  return c == Collective::Send || c == Collective::Recv;
+}
 
 /// Identity of one call, identical on every rank taking part in it.
 /// For send/recv `seq` counts the messages of that (sender, receiver) pair and

@@ -104,6 +104,27 @@ TEST(FlightRecorder, KeepsTheNewestOperationsInIssueOrder) {
   EXPECT_EQ(std::string(s.entries[3].error.data()).size(), s.entries[3].error.size() - 1);
 }
 
+// A capacity that is not a power of two takes the other slot arithmetic: the same ring.
+TEST(FlightRecorder, AnyCapacityKeepsItsNewestOperations) {
+  for (std::size_t capacity : {1u, 3u, 5u, 8u}) {
+    FlightRecorder recorder(capacity, {"job", 0, "world", 0, 2});
+    const auto t = Clock::now();
+    std::vector<FlightRecorder::RecordId> ids;
+    for (std::uint64_t seq = 1; seq <= 11; ++seq) {
+      ids.push_back(recorder.issued(OpDescription{call(Collective::AllReduce, seq)}, t));
+      recorder.started(ids.back(), t);
+    }
+    recorder.finished(ids[0], Status::Timeout, "overwritten", t);  // ignored
+    recorder.finished(ids.back(), Status::Success, "", t + 1ms);
+    detail::TraceSnapshot s = recorder.snapshot(t + 2ms);
+    ASSERT_EQ(s.entries.size(), capacity);
+    for (std::size_t i = 0; i < capacity; ++i) {
+      EXPECT_EQ(s.entries[i].op.fingerprint.seq, 11 - capacity + 1 + i) << "capacity " << capacity;
+      EXPECT_EQ(s.entries[i].state, i + 1 == capacity ? OpState::Completed : OpState::Started);
+    }
+  }
+}
+
 TEST(FlightRecorder, ZeroCapacityRecordsNothing) {
   FlightRecorder recorder(0, {"job", 0, "world", 0, 1});
   EXPECT_FALSE(recorder.enabled());
