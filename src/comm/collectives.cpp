@@ -78,9 +78,12 @@ std::shared_ptr<detail::RequestState> completed() {
   return done;
 }
 
-/// Validates and queues a collective. All-to-all-v count arrays are copied, so
-/// the caller may release them as soon as the call returns.
-Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
+/// Validates and queues a collective, or runs it here and now (a blocking call on an idle
+/// communicator, Executor::claim; or one that moves nothing): then it returns nullptr.
+/// All-to-all-v count arrays are copied, so the caller may release them as soon as the
+/// call returns. `args` is the caller's own copy: this stamps it.
+std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& state,
+                                            CollectiveArgs& args) {
   CommState& s = live(state);
   try {
     detail::validate_collective(args, s.rank, s.size);
@@ -105,18 +108,38 @@ Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
   {
     std::lock_guard lock(s.issue_mutex);
     args.fingerprint = fingerprint_of(args, ++s.collective_seq);
-    if (moves_nothing(args)) return Request(completed());
+    if (moves_nothing(args)) return nullptr;
     const detail::OpDescription op{args.fingerprint};
-    // A blocking call on an idle communicator runs here and now (Executor::claim).
     if (issuing_blocking) args.started = Clock::now();
     if (!issuing_blocking || !s.executor->claim(op, args.started, &record)) {
       args.started = {};  // queued: it starts when it runs
-      return Request(s.executor->submit([&s, args, counts] { detail::run_collective(s, args); },
-                                        op, start_for_caller()));
+      return s.executor->submit([&s, args, counts] { detail::run_collective(s, args); }, op,
+                                start_for_caller());
     }
   }
   s.executor->run_claimed([&s, &args] { detail::run_collective(s, args); }, record);
-  return Request(completed());
+  return nullptr;
+}
+
+/// The non-blocking form: a request (one already complete when the call ran at once).
+Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
+  auto request = issue(state, args);
+  return Request(request ? std::move(request) : completed());
+}
+
+/// The blocking form: issues as blocking (see issuing_blocking), then waits for what was
+/// queued; a call that ran at once has nothing to wait for.
+void run_blocking_collective(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
+  issuing_blocking = true;
+  std::shared_ptr<detail::RequestState> request;
+  try {
+    request = issue(state, args);
+  } catch (...) {
+    issuing_blocking = false;
+    throw;
+  }
+  issuing_blocking = false;
+  if (request) Request(std::move(request)).wait();
 }
 
 CollectiveArgs make(Collective c, const void* send, void* recv, std::size_t count, DataType dtype,
@@ -260,41 +283,45 @@ Request Communicator::ibarrier() {
 
 void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DataType dtype,
                               ReduceOp op) {
-  run_blocking([&] { return iall_reduce(send, recv, count, dtype, op); });
+  run_blocking_collective(state_, make(Collective::AllReduce, send, recv, count, dtype, op));
 }
 
 void Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType dtype,
                              int root) {
-  run_blocking([&] { return ibroadcast(send, recv, count, dtype, root); });
+  run_blocking_collective(
+      state_, make(Collective::Broadcast, send, recv, count, dtype, ReduceOp::Sum, root));
 }
 
 void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType dtype,
                           ReduceOp op, int root) {
-  run_blocking([&] { return ireduce(send, recv, count, dtype, op, root); });
+  run_blocking_collective(state_, make(Collective::Reduce, send, recv, count, dtype, op, root));
 }
 
 void Communicator::all_gather(const void* send, void* recv, std::size_t send_count,
                               DataType dtype) {
-  run_blocking([&] { return iall_gather(send, recv, send_count, dtype); });
+  run_blocking_collective(state_, make(Collective::AllGather, send, recv, send_count, dtype));
 }
 
 void Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
                                   DataType dtype, ReduceOp op) {
-  run_blocking([&] { return ireduce_scatter(send, recv, recv_count, dtype, op); });
+  run_blocking_collective(state_,
+                          make(Collective::ReduceScatter, send, recv, recv_count, dtype, op));
 }
 
 void Communicator::gather(const void* send, void* recv, std::size_t send_count, DataType dtype,
                           int root) {
-  run_blocking([&] { return igather(send, recv, send_count, dtype, root); });
+  run_blocking_collective(
+      state_, make(Collective::Gather, send, recv, send_count, dtype, ReduceOp::Sum, root));
 }
 
 void Communicator::scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
                            int root) {
-  run_blocking([&] { return iscatter(send, recv, recv_count, dtype, root); });
+  run_blocking_collective(
+      state_, make(Collective::Scatter, send, recv, recv_count, dtype, ReduceOp::Sum, root));
 }
 
 void Communicator::all_to_all(const void* send, void* recv, std::size_t count, DataType dtype) {
-  run_blocking([&] { return iall_to_all(send, recv, count, dtype); });
+  run_blocking_collective(state_, make(Collective::AllToAll, send, recv, count, dtype));
 }
 
 void Communicator::all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
@@ -327,7 +354,7 @@ int Communicator::recv_any(void* buf, std::size_t count, DataType dtype, int tag
 }
 
 void Communicator::barrier() {
-  run_blocking([&] { return ibarrier(); });
+  run_blocking_collective(state_, make(Collective::Barrier, nullptr, nullptr, 0, DataType::Uint8));
 }
 
 }  // namespace chorus
