@@ -79,6 +79,7 @@ transport::shm::HostArena& begin_arena_call(transport::Transport& transport,
 void allreduce_cma(transport::Transport& transport, const CollectiveArgs& args);
 void broadcast_cma(transport::Transport& transport, const CollectiveArgs& args);
 void allgather_cma(transport::Transport& transport, const CollectiveArgs& args);
+void alltoall_cma(transport::Transport& transport, const CollectiveArgs& args);
 /// Accepts when args.host_arena and args.allow_cma.
 bool accepts_cma(const CollectiveArgs& args, int nranks);
 

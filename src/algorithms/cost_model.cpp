@@ -118,7 +118,7 @@ double arena_cost(Collective collective, const Shape& s, double m, const CostPar
       break;
     case C::AllToAll:
     case C::AllToAllV:
-      moved = 2 * s.n * m;
+      moved = (2 * s.n - 1) * m;  // n - 1 blocks in and out, the own one straight across
       break;
     case C::Barrier:
       syncs = 1;
@@ -135,6 +135,7 @@ double arena_cost(Collective collective, const Shape& s, double m, const CostPar
 // development machine (a PVM guest, where pinning is slow) at 64 MiB, 3.5-4 GB/s
 // against memcpy's 18 GB/s; on bare metal it is closer to 1. All-reduce: cards,
 // "slice final", "all read"; (n - 1)/n of the message read twice, 1/n reduced.
+// All-gather, all-to-all: cards, "all read"; n - 1 blocks read, the own one copied.
 constexpr double kKernelCopyFactor = 5.0;
 
 double cma_cost(Collective collective, const Shape& s, double m, const CostParameters& c) {
@@ -149,6 +150,7 @@ double cma_cost(Collective collective, const Shape& s, double m, const CostParam
       kernel = m;
       break;
     case C::AllGather:
+    case C::AllToAll:
       kernel = (s.n - 1) * m;
       local = m;
       break;

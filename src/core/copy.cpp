@@ -8,6 +8,8 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
+
 namespace chorus {
 namespace {
 
@@ -59,6 +61,32 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
   } else if (bytes > 0) {
     std::memcpy(dst, src, bytes);
   }
+}
+
+void copy_bytes_streaming(void* dst, const void* src, std::size_t bytes) noexcept {
+#if defined(__x86_64__)
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  const std::size_t head = std::min(bytes, (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15);
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  bytes -= head;
+  for (; bytes >= 64; bytes -= 64, d += 64, s += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), e);
+  }
+  std::memcpy(d, s, bytes);
+  _mm_sfence();
+#else
+  copy_bytes(dst, src, bytes);
+#endif
 }
 
 }  // namespace chorus

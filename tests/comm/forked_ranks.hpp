@@ -10,7 +10,10 @@
 #include <chorus/communicator.hpp>
 #include <chorus/error.hpp>
 
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +139,19 @@ inline std::vector<int> run_forked_ranks(const ForkedRanks& job, const RankBody&
 
 inline bool exited_cleanly(int status) {
   return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// For ForkedRanks::before_join: makes this process's memory unreadable to its peers
+/// (cross-memory reads fail with EPERM): not dumpable, and without CAP_SYS_PTRACE
+/// (which would override that for root).
+inline void forbid_cross_memory_reads() {
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return;
+  data[0].effective &= ~(1u << CAP_SYS_PTRACE);
+  data[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+  ::syscall(SYS_capset, &header, data);
 }
 
 }  // namespace chorus::testing

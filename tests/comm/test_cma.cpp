@@ -18,10 +18,7 @@
 #include "thread_ranks.hpp"
 #include "transport/shm/cross_memory.hpp"
 
-#include <linux/capability.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include <gtest/gtest.h>
@@ -152,18 +149,6 @@ TEST_P(CmaProcesses, EveryDtypeOpCountInPlace) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CmaProcesses, ::testing::Values(1, 2, 3, 5, 8),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
-
-/// Makes this process's memory unreadable to its peers: not dumpable, and without
-/// CAP_SYS_PTRACE (which would override that for root).
-void forbid_cross_memory_reads() {
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  if (::syscall(SYS_capget, &header, data) != 0) return;
-  data[0].effective &= ~(1u << CAP_SYS_PTRACE);
-  data[0].permitted &= ~(1u << CAP_SYS_PTRACE);
-  ::syscall(SYS_capset, &header, data);
-}
 
 TEST(CmaFallback, UnreadablePeersRunShmDirect) {
   ForkedRanks job{.n = 3,

@@ -31,10 +31,14 @@ namespace {
 using Counts = std::function<std::size_t(int from, int to)>;
 constexpr unsigned char kUntouched = 0xEE;
 
-/// Byte k of what rank `from` sends rank `to`.
+/// Byte k of what rank `from` sends rank `to`: every input bit reaches the result (the
+/// final multiply and shifts), so a byte from the wrong sender or receiver shows.
 unsigned char stream_byte(int from, int to, std::size_t k) {
   std::uint64_t x = (k + 1) * 0x9E3779B97F4A7C15ull;
   x ^= static_cast<std::uint64_t>(from) * 0x100000001B3ull + static_cast<std::uint64_t>(to) * 977;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
   return static_cast<unsigned char>((x >> 56) ^ (x >> 24));
 }
 

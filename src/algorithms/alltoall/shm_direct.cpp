@@ -1,39 +1,59 @@
 // All-to-all directly in the host arena: per round rank r copies piece j (c
-// elements at `offset` of its block for rank j) into slot j of its round
-// buffer and posts 2g; it then copies piece r out of each rank's buffer as soon
+// elements at `offset` of its block for rank j, j != r) into its round buffer
+// at slot j, or j - 1 past r (n - 1 slots, so a round carries a whole buffer of
+// peers' pieces), and posts 2g; it then copies its own piece straight from send
+// to recv (nothing in place) and piece r out of each other rank's buffer as soon
 // as that rank's flag says it is there. In place is safe: this round's input
-// pieces are all in the arena before any output piece is written.
+// pieces are all in the arena before any output piece is written, and no round
+// reads input at the offsets an earlier round wrote.
+//
+// Each byte for a peer is copied twice (in, out), the own block once. The copies
+// stream (stream_copy.hpp) once the call moves kStreamFromBytes in all.
+#include "algorithms/alltoall/stream_copy.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
-#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <algorithm>
-#include <cstring>
+#include <cstdint>
 
 namespace chorus::algorithms {
+namespace {
+
+/// Where `writer` puts the piece for `reader` in its round buffer: it skips itself.
+std::size_t slot(int writer, int reader) {
+  return static_cast<std::size_t>(reader - (reader > writer ? 1 : 0));
+}
+
+}  // namespace
 
 void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   auto& arena = begin_arena_call(transport, args);
   const int n = arena.size();
   const int r = arena.rank();
-  const std::size_t chunk = arena.round_bytes() / (dtype_size(args.dtype) * n);
+  const auto ranks = static_cast<std::size_t>(n);
+  const auto copy =
+      arena_copy(bytes_of(args.count, args.dtype) * ranks * ranks >= kStreamFromBytes);
+  const std::size_t chunk = arena.round_bytes() / (dtype_size(args.dtype) * (ranks - 1));
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::size_t piece = bytes_of(c, args.dtype);
-    const std::uint64_t g = arena.begin_round(args.deadline, piece * n);
+    const std::uint64_t g = arena.begin_round(args.deadline, piece * (ranks - 1));
     for (int j = 0; j < n; ++j) {
-      copy_bytes(arena.buffer(r, g) + piece * j,
-                  element_at(args.send, j * args.count + offset, args.dtype), piece);
+      if (j == r) continue;
+      copy(arena.buffer(r, g) + piece * slot(r, j),
+           element_at(args.send, j * args.count + offset, args.dtype), piece);
     }
     arena.post(2 * g);
-    const auto take = [&](int j) {
-      copy_bytes(element_at(args.recv, j * args.count + offset, args.dtype),
-                  arena.buffer(j, g) + piece * r, piece);
-    };
-    take(r);
-    arena.for_each_ready(2 * g, args.deadline, take);
+    if (args.send != args.recv) {
+      copy(element_at(args.recv, r * args.count + offset, args.dtype),
+           element_at(args.send, r * args.count + offset, args.dtype), piece);
+    }
+    arena.for_each_ready(2 * g, args.deadline, [&](int j) {
+      copy(element_at(args.recv, j * args.count + offset, args.dtype),
+           arena.buffer(j, g) + piece * slot(j, r), piece);
+    });
   }
 }
 

@@ -22,9 +22,15 @@
 // in them; begin_round still keeps every rank within one round of the others.
 // send == recv: the input is snapshotted first (as pairwise does), because
 // later rounds still read it after earlier ones wrote recv.
+//
+// Copies into the arena stream (alltoall/stream_copy.hpp) when what this rank
+// sends, times n, reaches kStreamFromBytes (for equal blocks, the call's bytes in
+// all, as in all-to-all); copies out of it when what it receives does. Each rank
+// decides alone: the choice changes how its own stores reach memory, not what
+// any peer sees.
+#include "algorithms/alltoall/stream_copy.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
-#include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <chorus/error.hpp>
@@ -86,7 +92,9 @@ class Exchange {
         source_(source),
         n_(arena.size()),
         r_(arena.rank()),
-        plan_(arena.round_bytes(), arena.size()) {}
+        plan_(arena.round_bytes(), arena.size()),
+        copy_in_(arena_copy(streams(&Exchange::sent_to))),
+        copy_out_(arena_copy(streams(&Exchange::expected_from))) {}
 
   void run() {
     std::uint64_t rounds = own_rounds();
@@ -108,6 +116,12 @@ class Exchange {
     return bytes_of(args_.recv_counts[index(j)], args_.dtype);
   }
   static std::size_t index(int j) { return static_cast<std::size_t>(j); }
+  /// Whether the bytes `side` gives over all peers, times n, reach kStreamFromBytes.
+  bool streams(std::size_t (Exchange::*side)(int) const) const {
+    std::size_t total = 0;
+    for (int j = 0; j < n_; ++j) total += (this->*side)(j);
+    return total * static_cast<std::size_t>(n_) >= kStreamFromBytes;
+  }
   /// The piece of `receiver` in `sender`'s buffer: senders skip themselves.
   static int slot(int sender, int receiver) { return receiver - (receiver > sender ? 1 : 0); }
 
@@ -126,7 +140,7 @@ class Exchange {
       const std::size_t bytes = j == r_ ? 0 : plan_.carried(k, sent_to(j));
       if (bytes == 0) continue;
       const std::byte* block = element_at(source_, args_.send_displs[index(j)], args_.dtype);
-      copy_bytes(buffer + plan_.offset(k, slot(r_, j)), block + plan_.start(k), bytes);
+      copy_in_(buffer + plan_.offset(k, slot(r_, j)), block + plan_.start(k), bytes);
     }
   }
 
@@ -168,7 +182,7 @@ class Exchange {
     if (bytes == 0) return;
     if (k > 1) arena_.wait_for(j, 2 * g, args_.deadline);
     std::byte* block = element_at(args_.recv, args_.recv_displs[index(j)], args_.dtype);
-    copy_bytes(block + plan_.start(k), arena_.buffer(j, g) + plan_.offset(k, slot(j, r_)), bytes);
+    copy_out_(block + plan_.start(k), arena_.buffer(j, g) + plan_.offset(k, slot(j, r_)), bytes);
   }
 
   HostArena& arena_;
@@ -177,6 +191,8 @@ class Exchange {
   const int n_;
   const int r_;
   const RoundPlan plan_;
+  const CopyFunction copy_in_;
+  const CopyFunction copy_out_;
 };
 
 }  // namespace
