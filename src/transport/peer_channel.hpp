@@ -19,10 +19,10 @@
 // first held: its header is taken, its payload left in the link (the peer's flow control
 // holds the rest), and every progress call looks again for its receive, streaming straight
 // into it once posted (collective algorithms post the next receive moments later). It is
-// buffered after all when it was held for kHoldTime, or at once when this channel's own
-// send to the peer is stuck (both sides sending first must not wait on each other), so a
-// rank that never posts the receive costs its peer at most kHoldTime. Point-to-point and
-// small messages are never held.
+// buffered after all when it was held for hold_time() (longer for larger messages), or at
+// once when this channel's own send to the peer is stuck (both sides sending first must not
+// wait on each other), so a rank that never posts the receive costs its peer at most that.
+// Point-to-point and small messages are never held.
 #pragma once
 
 #include "transport/frame.hpp"
@@ -46,8 +46,14 @@ namespace chorus::transport {
 
 /// Collective messages from this size on are held rather than buffered (see Holding above).
 inline constexpr std::uint64_t kHoldBytes = 64 * 1024;
-/// Longest a message is held before it is buffered after all.
+/// Longest a message is held before it is buffered after all: kHoldTime, or for large
+/// messages kHoldNanosPerByte per byte (a rank busy with the step before, say folding in an
+/// equally large message, posts the receive later the larger the messages are), at most
+/// kMaxHoldTime (frames behind a held message, an ABORT or a PROBE, wait as long).
 inline constexpr std::chrono::milliseconds kHoldTime{20};
+inline constexpr double kHoldNanosPerByte = 2.0;
+inline constexpr std::chrono::milliseconds kMaxHoldTime{250};
+std::chrono::nanoseconds hold_time(std::uint64_t payload_bytes);
 
 /// Requests not yet complete, mapped to their peer. Channels erase what completes.
 using PendingMap = std::unordered_map<RequestId, int>;

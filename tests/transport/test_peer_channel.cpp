@@ -341,6 +341,34 @@ TEST(PeerChannel, HeldMessageIsBufferedWhenItsHoldEnds) {
   expect_delivered(channel, pending, 1, message);
 }
 
+TEST(PeerChannel, HoldTimeGrowsWithTheMessage) {
+  EXPECT_EQ(hold_time(kHoldBytes), kHoldTime);
+  EXPECT_EQ(hold_time(std::uint64_t{4} << 20), kHoldTime) << "4 MiB: 8.4 ms scaled";
+  EXPECT_EQ(hold_time(std::uint64_t{64} << 20), std::chrono::nanoseconds(134217728));
+  EXPECT_GT(hold_time(std::uint64_t{16} << 20), kHoldTime);
+  EXPECT_LT(hold_time(std::uint64_t{16} << 20), hold_time(std::uint64_t{32} << 20));
+  EXPECT_EQ(hold_time(std::uint64_t{1} << 30), kMaxHoldTime) << "capped";
+  EXPECT_EQ(hold_time(std::uint64_t{64} << 30), kMaxHoldTime);
+}
+
+TEST(PeerChannel, LargeHeldMessageIsHeldForItsOwnHoldTime) {
+  // Only the header is on the wire: a held message's payload stays in the link.
+  Script script;
+  const std::uint64_t bytes = std::uint64_t{48} << 20;
+  append_frame(script, collective_header(0, bytes), "");
+  PeerChannel channel(0, 1, std::make_unique<ScriptedLink>(&script));
+  channel.set_holding(true);
+  PendingMap pending{{1, 1}};
+  const auto before = Clock::now();
+  drive(channel, pending);
+  const auto after = Clock::now();
+  ASSERT_TRUE(channel.hold_expiry());
+  EXPECT_EQ(script.read_offset, sizeof(FrameHeader));
+  EXPECT_GE(*channel.hold_expiry(), before + hold_time(bytes));
+  EXPECT_LE(*channel.hold_expiry(), after + hold_time(bytes));
+  EXPECT_GT(hold_time(bytes), kHoldTime * 4);
+}
+
 TEST(PeerChannel, HeldMessageIsBufferedAtOnceWhenTheSendToThatPeerIsStuck) {
   // Both ranks sending first and waiting for their sends must not wait on each other.
   Script script;
