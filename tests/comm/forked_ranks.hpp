@@ -14,10 +14,13 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -141,6 +144,22 @@ inline bool exited_cleanly(int status) {
   return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/// Whether all `n` ranks ran and exited cleanly (run_forked_ranks's statuses), each
+/// failure described in `*why`.
+inline bool all_exited_cleanly(const std::vector<int>& statuses, int n, std::string* why) {
+  if (statuses.size() != static_cast<std::size_t>(n)) {
+    *why = "the ranks did not start";
+    return false;
+  }
+  for (int r = 0; r < n; ++r) {
+    if (!exited_cleanly(statuses[static_cast<std::size_t>(r)])) {
+      *why += "rank " + std::to_string(r) + " status " +
+              std::to_string(statuses[static_cast<std::size_t>(r)]) + "; ";
+    }
+  }
+  return why->empty();
+}
+
 /// For ForkedRanks::before_join: makes this process's memory unreadable to its peers
 /// (cross-memory reads fail with EPERM): not dumpable, and without CAP_SYS_PTRACE
 /// (which would override that for root).
@@ -152,6 +171,16 @@ inline void forbid_cross_memory_reads() {
   data[0].effective &= ~(1u << CAP_SYS_PTRACE);
   data[0].permitted &= ~(1u << CAP_SYS_PTRACE);
   ::syscall(SYS_capset, &header, data);
+}
+
+/// In a rank after forbid_cross_memory_reads: checks the premise, that reading the next
+/// rank's memory now fails with EPERM.
+inline void check_cross_memory_reads_refused(const Communicator& c, const SharedPage& page) {
+  std::uint64_t word = 0, target = 0;
+  iovec local{&word, sizeof(word)}, remote{&target, sizeof(target)};
+  const pid_t peer = page.pids[(c.rank() + 1) % c.size()].load();
+  rank_check(::process_vm_readv(peer, &local, 1, &remote, 1, 0) == -1 && errno == EPERM,
+             "process_vm_readv of a peer is still allowed");
 }
 
 }  // namespace chorus::testing

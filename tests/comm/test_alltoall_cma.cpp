@@ -13,7 +13,6 @@
 #include "forked_ranks.hpp"
 #include "thread_ranks.hpp"
 
-#include <sys/uio.h>
 
 #include <gtest/gtest.h>
 
@@ -103,9 +102,8 @@ TEST_P(AlltoallCmaProcesses, EveryWidthCountInPlace) {
   ForkedRanks job{
       .n = GetParam(), .env = {kForceCma}, .limit = std::chrono::seconds(120), .before_join = {}};
   auto statuses = run_forked_ranks(job, sweep);
-  ASSERT_EQ(statuses.size(), static_cast<std::size_t>(job.n));
-  for (int r = 0; r < job.n; ++r)
-    EXPECT_TRUE(exited_cleanly(statuses[r])) << "rank " << r << " status " << statuses[r];
+  std::string why;
+  EXPECT_TRUE(all_exited_cleanly(statuses, job.n, &why)) << why;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AlltoallCmaProcesses, ::testing::Values(1, 2, 3, 5, 8),
@@ -117,11 +115,7 @@ TEST(AlltoallCmaFallback, UnreadablePeersRunShmDirect) {
                   .limit = std::chrono::seconds(60),
                   .before_join = forbid_cross_memory_reads};
   auto statuses = run_forked_ranks(job, [](Communicator& c, SharedPage& page) {
-    std::uint64_t word = 0, target = 0;
-    iovec local{&word, sizeof(word)}, remote{&target, sizeof(target)};
-    const pid_t peer = page.pids[(c.rank() + 1) % c.size()].load();
-    rank_check(::process_vm_readv(peer, &local, 1, &remote, 1, 0) == -1 && errno == EPERM,
-               "process_vm_readv of a peer is still allowed");
+    check_cross_memory_reads_refused(c, page);
     unsigned salt = 0;
     for (bool in_place : {false, true})
       for (std::size_t count : {std::size_t{7}, kLargeCount})
@@ -189,9 +183,8 @@ TEST_P(AlltoallShmDirectLarge, StreamedCopiesOddSizesAndAddresses) {
       alltoall_case(c, DataType::Int32, 7, in_place, ++salt, "shm_direct", 3);
     }
   });
-  ASSERT_EQ(statuses.size(), static_cast<std::size_t>(job.n));
-  for (int r = 0; r < job.n; ++r)
-    EXPECT_TRUE(exited_cleanly(statuses[r])) << "rank " << r << " status " << statuses[r];
+  std::string why;
+  EXPECT_TRUE(all_exited_cleanly(statuses, job.n, &why)) << why;
 }
 
 // All-to-all-v streams per rank and per side (alltoallv/shm_direct.cpp): pairs of odd
@@ -232,9 +225,8 @@ TEST_P(AlltoallShmDirectLarge, AlltoallvStreamsWhereItsOwnBytesAreLarge) {
           return;
         }
   });
-  ASSERT_EQ(statuses.size(), static_cast<std::size_t>(job.n));
-  for (int r = 0; r < job.n; ++r)
-    EXPECT_TRUE(exited_cleanly(statuses[r])) << "rank " << r << " status " << statuses[r];
+  std::string why;
+  EXPECT_TRUE(all_exited_cleanly(statuses, job.n, &why)) << why;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AlltoallShmDirectLarge, ::testing::Values(3, 5),

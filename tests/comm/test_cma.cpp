@@ -19,7 +19,6 @@
 #include "transport/shm/cross_memory.hpp"
 
 #include <sys/mman.h>
-#include <sys/uio.h>
 
 #include <gtest/gtest.h>
 
@@ -142,9 +141,8 @@ TEST_P(CmaProcesses, EveryDtypeOpCountInPlace) {
   ForkedRanks job{
       .n = GetParam(), .env = {kForceCma}, .limit = std::chrono::seconds(90), .before_join = {}};
   auto statuses = run_forked_ranks(job, sweep);
-  ASSERT_EQ(statuses.size(), static_cast<std::size_t>(job.n));
-  for (int r = 0; r < job.n; ++r)
-    EXPECT_TRUE(exited_cleanly(statuses[r])) << "rank " << r << " status " << statuses[r];
+  std::string why;
+  EXPECT_TRUE(all_exited_cleanly(statuses, job.n, &why)) << why;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CmaProcesses, ::testing::Values(1, 2, 3, 5, 8),
@@ -156,12 +154,7 @@ TEST(CmaFallback, UnreadablePeersRunShmDirect) {
                   .limit = std::chrono::seconds(60),
                   .before_join = forbid_cross_memory_reads};
   auto statuses = run_forked_ranks(job, [](Communicator& c, SharedPage& page) {
-    // The premise: the kernel refuses the reads now.
-    std::uint64_t word = 0, target = 0;
-    iovec local{&word, sizeof(word)}, remote{&target, sizeof(target)};
-    const pid_t peer = page.pids[(c.rank() + 1) % c.size()].load();
-    rank_check(::process_vm_readv(peer, &local, 1, &remote, 1, 0) == -1 && errno == EPERM,
-               "process_vm_readv of a peer is still allowed");
+    check_cross_memory_reads_refused(c, page);
     for (int repeat = 0; repeat < 3; ++repeat) {
       for (std::size_t count : {std::size_t{7}, kLargeCount / 4}) {
         all_reduce_case(c, DataType::Float32, ReduceOp::Sum, count, repeat == 1, "shm_direct");
