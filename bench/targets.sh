@@ -17,14 +17,21 @@ out="$root/bench/results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 compare=(python3 "$root/bench/compare.py" --chorus-build "$build")
+# A run that fails (compare.py lists it and exits 1) leaves its cell with fewer runs; the
+# other parts still run and the report is still written, then this script exits 1.
+failed=0
 "${compare[@]}" --min 16 --max 64M --factor 4 --repeat 3 --iters 200 --warmup 20 \
-  --json "$work/shm.json" >/dev/null
+  --json "$work/shm.json" >/dev/null || failed=1
 "${compare[@]}" --collectives allreduce --min 8 --max 8 --iters 2000 --warmup 200 --repeat 5 \
-  --json "$work/small.json" >/dev/null
+  --json "$work/small.json" >/dev/null || failed=1
 "${compare[@]}" --transport tcp --peers chorus,gloo --min 1M --max 64M --factor 4 --repeat 3 \
-  --json "$work/tcp.json" >/dev/null
+  --json "$work/tcp.json" >/dev/null || failed=1
 "${compare[@]}" --ranks 8 --peers chorus,ompi --min 16 --max 16M --factor 4 --repeat 3 \
-  --iters 200 --warmup 20 --json "$work/eight.json" >/dev/null
+  --iters 200 --warmup 20 --json "$work/eight.json" >/dev/null || failed=1
 for f in shm small tcp eight; do cp "$work/$f.json" "$out/$stamp-targets-$f.json"; done
 python3 "$root/bench/targets.py" "$out/$stamp-targets-"{shm,small,tcp,eight}.json \
   | tee "$out/$stamp-targets.md"
+if [ "$failed" != 0 ]; then
+  echo "targets.sh: some runs failed (see '# failed runs' above and the compare reports)" >&2
+  exit 1
+fi
