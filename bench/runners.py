@@ -38,7 +38,8 @@ def run_command(cmd, timeout, env=None):
     except subprocess.TimeoutExpired:
         raise RunError(f"timed out after {timeout:g} s: {' '.join(map(str, cmd))}")
     if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        # The last lines: a launcher's verdict comes after the failing rank's own message.
+        tail = " | ".join((done.stderr.strip().splitlines() or ["(no stderr)"])[-6:])
         raise RunError(f"exit {done.returncode}: {tail}")
     return done.stdout
 
