@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Checks issue 3's speed targets against bench/compare.py results (its --json files).
+"""Checks issue 3's speed targets against bench/compare.py results (its --json files, or the
+Markdown reports it writes to bench/results/, whose tables hold the same medians).
 
     bench/targets.sh            # runs the four measurements, then this script
     python3 bench/targets.py shm.json small.json tcp.json eight.json > targets.md
+    python3 bench/targets.py bench/results/<shm>.md ... > targets.md
 
 Each JSON holds median times per (collective, ranks, peer, size) and the transport Chorus ran
 on. A target is met when the ratio it names holds in every cell it covers; the report lists
@@ -10,17 +12,45 @@ every cell, so a miss says where and by how much. Ratios are peer time / Chorus 
 for busbw targets is the same ratio (busbw = size / time x a factor common to both).
 """
 import json
+import re
 import sys
 
 ONE_MIB = 1 << 20
+
+
+def report_cells(path):
+    """compare.py --json's shape, read back from the tables of its Markdown report."""
+    with open(path) as f:
+        text = f.read()
+    command = re.search(r"^Command: `([^`]*)`", text, re.M)
+    tcp = command is not None and "--transport tcp" in command.group(1)
+    cells, coll, ranks, header = [], None, None, None
+    for line in text.splitlines():
+        heading = re.match(r"### (\w+), (\d+) ranks", line)
+        if heading:
+            coll, ranks, header = heading.group(1), int(heading.group(2)), None
+        elif line.startswith("| size"):
+            header = [h.strip() for h in line.strip().strip("|").split("|")]
+        elif header and line.startswith("| ") and line.split("|")[1].strip().isdigit():
+            row = dict(zip(header, (v.strip() for v in line.strip().strip("|").split("|"))))
+            for key, value in row.items():
+                peer = re.match(r"(\w+) time \(us\)$", key)
+                if peer:
+                    seconds = float(value) * 1e-6 if re.match(r"^[\d.]+$", value) else None
+                    cells.append({"collective": coll, "ranks": ranks, "peer": peer.group(1),
+                                  "size": int(row["size (B)"]), "seconds": seconds})
+    return {"transport": "tcp" if tcp else "auto", "cells": cells}
 
 
 def load(paths):
     """{(transport, collective, ranks, peer, size): seconds}"""
     cells = {}
     for path in paths:
-        with open(path) as f:
-            data = json.load(f)
+        if path.endswith(".md"):
+            data = report_cells(path)
+        else:
+            with open(path) as f:
+                data = json.load(f)
         transport = "tcp" if data["transport"] == "tcp" else "shm"
         for c in data["cells"]:
             if c["seconds"] is not None and c["size"] > 0:
