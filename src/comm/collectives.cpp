@@ -22,18 +22,21 @@ thread_local bool issuing_blocking = false;
 
 Start start_for_caller() { return issuing_blocking ? Start::ByCaller : Start::Background; }
 
-/// Issues one operation as blocking (see issuing_blocking), then waits for it.
+/// Marks the operations issued in its scope as blocking (see issuing_blocking).
+struct IssuingBlocking {
+  IssuingBlocking() { issuing_blocking = true; }
+  ~IssuingBlocking() { issuing_blocking = false; }
+  IssuingBlocking(const IssuingBlocking&) = delete;
+  IssuingBlocking& operator=(const IssuingBlocking&) = delete;
+};
+
+/// Issues one operation as blocking, then waits for it.
 template <typename Issue>
 Request run_blocking(Issue issue) {
-  Request request;
-  issuing_blocking = true;
-  try {
-    request = issue();
-  } catch (...) {
-    issuing_blocking = false;
-    throw;
-  }
-  issuing_blocking = false;
+  Request request = [&] {
+    IssuingBlocking blocking;
+    return issue();
+  }();
   request.wait();
   return request;
 }
@@ -130,15 +133,10 @@ Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
 /// The blocking form: issues as blocking (see issuing_blocking), then waits for what was
 /// queued; a call that ran at once has nothing to wait for.
 void run_blocking_collective(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
-  issuing_blocking = true;
-  std::shared_ptr<detail::RequestState> request;
-  try {
-    request = issue(state, args);
-  } catch (...) {
-    issuing_blocking = false;
-    throw;
-  }
-  issuing_blocking = false;
+  std::shared_ptr<detail::RequestState> request = [&] {
+    IssuingBlocking blocking;
+    return issue(state, args);
+  }();
   if (request) Request(std::move(request)).wait();
 }
 

@@ -171,7 +171,7 @@ void PeerChannel::route() {
   }
   if (holding_ && h.payload_bytes >= kHoldBytes && !is_point_to_point(h.fingerprint.collective)) {
     in.target = Target::Held;
-    in.held_since = Clock::now();
+    in.held_until = Clock::now() + hold_time(h.payload_bytes);
     return;
   }
   start_buffering();
@@ -194,10 +194,7 @@ bool PeerChannel::resume_held() {
     in.destination = in.recv->data;
     return true;
   }
-  if (!send_stuck_ && !hold_ended_ &&
-      Clock::now() < in.held_since + hold_time(in.header.payload_bytes)) {
-    return false;
-  }
+  if (!send_stuck_ && !hold_ended_ && Clock::now() < in.held_until) return false;
   hold_ended_ = false;
   start_buffering();
   return true;
@@ -206,7 +203,7 @@ bool PeerChannel::resume_held() {
 std::optional<Clock::time_point> PeerChannel::hold_expiry() const {
   if (incoming_.target != Target::Held || failure_) return std::nullopt;
   if (send_stuck_ || hold_ended_) return Clock::time_point{};
-  return incoming_.held_since + hold_time(incoming_.header.payload_bytes);
+  return incoming_.held_until;
 }
 
 /// Room in the buffer of the message being buffered, grown (doubling from 1 MiB) as its

@@ -158,7 +158,7 @@ class PeerChannel {
     std::byte* destination = nullptr;
     std::size_t payload_done = 0;
     std::optional<PostedRecv> recv;  ///< the receive the payload streams into (Target::Posted)
-    Clock::time_point held_since{};  ///< when the header arrived (Target::Held)
+    Clock::time_point held_until{};  ///< when its hold ends: arrival + hold_time (Target::Held)
   };
 
   bool advance(SendOp& op, bool* moved);

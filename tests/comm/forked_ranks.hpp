@@ -160,6 +160,14 @@ inline bool all_exited_cleanly(const std::vector<int>& statuses, int n, std::str
   return why->empty();
 }
 
+/// Runs `body` on job.n forked ranks; "" when every rank ran and exited cleanly, else
+/// which did not (for EXPECT_EQ(..., "")).
+inline std::string forked_ranks_failures(const ForkedRanks& job, const RankBody& body) {
+  std::string why;
+  all_exited_cleanly(run_forked_ranks(job, body), job.n, &why);
+  return why;
+}
+
 /// For ForkedRanks::before_join: makes this process's memory unreadable to its peers
 /// (cross-memory reads fail with EPERM): not dumpable, and without CAP_SYS_PTRACE
 /// (which would override that for root).

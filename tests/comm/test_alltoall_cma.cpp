@@ -101,9 +101,7 @@ class AlltoallCmaProcesses : public ::testing::TestWithParam<int> {};
 TEST_P(AlltoallCmaProcesses, EveryWidthCountInPlace) {
   ForkedRanks job{
       .n = GetParam(), .env = {kForceCma}, .limit = std::chrono::seconds(120), .before_join = {}};
-  auto statuses = run_forked_ranks(job, sweep);
-  std::string why;
-  EXPECT_TRUE(all_exited_cleanly(statuses, job.n, &why)) << why;
+  EXPECT_EQ((forked_ranks_failures(job, sweep)), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AlltoallCmaProcesses, ::testing::Values(1, 2, 3, 5, 8),
@@ -171,7 +169,7 @@ TEST_P(AlltoallShmDirectLarge, StreamedCopiesOddSizesAndAddresses) {
                   .env = {"CHORUS_ALGO=alltoall=shm_direct", "CHORUS_SHM_ARENA_BYTES=65536"},
                   .limit = std::chrono::seconds(120),
                   .before_join = {}};
-  auto statuses = run_forked_ranks(job, [](Communicator& c, SharedPage&) {
+  EXPECT_EQ((forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
     unsigned salt = 0;
     // Bytes per peer of 1-byte elements: n x n of them reach kStreamFromBytes (8 MiB).
     const auto n = static_cast<std::size_t>(c.size());
@@ -182,9 +180,7 @@ TEST_P(AlltoallShmDirectLarge, StreamedCopiesOddSizesAndAddresses) {
       alltoall_case(c, DataType::Float64, odd / 4, in_place, ++salt, "shm_direct");
       alltoall_case(c, DataType::Int32, 7, in_place, ++salt, "shm_direct", 3);
     }
-  });
-  std::string why;
-  EXPECT_TRUE(all_exited_cleanly(statuses, job.n, &why)) << why;
+  })), "");
 }
 
 // All-to-all-v streams per rank and per side (alltoallv/shm_direct.cpp): pairs of odd
@@ -196,7 +192,7 @@ TEST_P(AlltoallShmDirectLarge, AlltoallvStreamsWhereItsOwnBytesAreLarge) {
                   .env = {"CHORUS_ALGO=alltoallv=shm_direct", "CHORUS_SHM_ARENA_BYTES=262144"},
                   .limit = std::chrono::seconds(120),
                   .before_join = {}};
-  auto statuses = run_forked_ranks(job, [](Communicator& c, SharedPage&) {
+  EXPECT_EQ((forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
     const int n = c.size();
     const int me = c.rank();
     const auto count = [](int from, int to) -> std::size_t {
@@ -224,9 +220,7 @@ TEST_P(AlltoallShmDirectLarge, AlltoallvStreamsWhereItsOwnBytesAreLarge) {
                                 std::to_string(p) + " is wrong");
           return;
         }
-  });
-  std::string why;
-  EXPECT_TRUE(all_exited_cleanly(statuses, job.n, &why)) << why;
+  })), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AlltoallShmDirectLarge, ::testing::Values(3, 5),
