@@ -79,6 +79,16 @@ CHORUS_API chorusResult_t chorusCommAbort(chorusComm_t comm);
 CHORUS_API chorusResult_t chorusCommRank(chorusComm_t comm, int* rank);
 CHORUS_API chorusResult_t chorusCommSize(chorusComm_t comm, int* size);
 
+/* Collective: `bytes` bytes for this rank (sizes may differ between ranks), 64-byte aligned,
+ * in memory the ranks of one host share; all-reduces on buffers inside it on every rank
+ * work in place in the peers' memory (algorithm "shm_window"). Ordinary memory when the
+ * ranks do not all share a host. bytes == 0: *ptr = NULL. Memory not freed goes with the
+ * communicator. */
+CHORUS_API chorusResult_t chorusMemAlloc(chorusComm_t comm, size_t bytes, void** ptr);
+/* Local: frees what chorusMemAlloc returned on this rank (nothing may still use it);
+ * NULL does nothing; any other pointer is chorusInvalidArgument. */
+CHORUS_API chorusResult_t chorusMemFree(chorusComm_t comm, void* ptr);
+
 CHORUS_API chorusResult_t chorusAllReduce(const void* sendbuf, void* recvbuf, size_t count,
                                           chorusDataType_t dtype, chorusRedOp_t op, chorusComm_t comm);
 CHORUS_API chorusResult_t chorusBroadcast(const void* sendbuf, void* recvbuf, size_t count,

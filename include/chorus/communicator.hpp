@@ -83,6 +83,19 @@ class CHORUS_EXPORT Communicator {
   /// The last failure on this communicator as a sentence ("" when none).
   std::string last_error() const;
 
+  /// Collective: `bytes` bytes for this rank (ranks may ask for different sizes) in memory
+  /// the ranks of this host share, 64-byte aligned. When every rank lives on one host with
+  /// shared memory, all-reduces whose buffers lie in such memory on every rank read and
+  /// write the peers' buffers directly (algorithm "shm_window"), with no copy through the
+  /// arena; otherwise (other hosts, CHORUS_TRANSPORT=tcp) it is ordinary memory. Zero
+  /// bytes returns nullptr. Call it, like a collective, in the same order on every rank.
+  /// Memory not freed goes with the communicator.
+  void* alloc_shared(std::size_t bytes);
+  /// Frees what alloc_shared returned on this rank; local (no peer takes part), like free():
+  /// no operation may still be using it. nullptr does nothing; any other pointer is
+  /// InvalidArgument.
+  void free_shared(void* ptr);
+
   // Non-blocking operations. Buffers must stay valid until the request completes.
   Request iall_reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op);
   Request ibroadcast(const void* send, void* recv, std::size_t count, DataType dtype, int root);

@@ -21,7 +21,8 @@ namespace chorus::algorithms {
 ///   all-gather, gather: elements each rank contributes (sendcount);
 ///   reduce-scatter, scatter: elements each rank receives (recvcount);
 ///   all-to-all: elements per peer; all-to-all-v, barrier: unused (0).
-/// `op` is Sum, Prod, Max or Min: the communicator lowers Avg before calling.
+/// `op` is Sum, Prod, Max or Min: the communicator lowers Avg to Sum before calling and
+/// divides the result afterwards, unless the algorithm did (see average_folded).
 struct CollectiveArgs {
   Collective collective = Collective::Barrier;
   const void* send = nullptr;
@@ -38,10 +39,17 @@ struct CollectiveArgs {
   Deadline deadline;
   bool host_arena = false;  ///< the transport has a host arena (shm_direct algorithms need it)
   bool allow_cma = false;   ///< CHORUS_CMA, read when the communicator was created (cma algorithms)
+  /// The communicator has allocated shared windows (shm_window algorithms; the same on every
+  /// rank: allocation is collective and this never goes back to false).
+  bool shared_windows = false;
   /// Where an algorithm that hands the call to another one names the one that ran (the
   /// communicator's last_algorithm; static storage); nullptr: nobody asks.
   std::string_view* ran_as = nullptr;
   std::size_t chunk_bytes = 0;  ///< pipelined algorithms: bytes per chunk (0: their own default)
+  /// Avg lowered to Sum: an algorithm may divide its results by the rank count itself
+  /// (finalize_average, while they are in cache) and then sets *average_folded; nullptr:
+  /// not an average.
+  bool* average_folded = nullptr;
 };
 
 struct Algorithm {

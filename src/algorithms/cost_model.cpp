@@ -160,6 +160,14 @@ double cma_cost(Collective collective, const Shape& s, double m, const CostParam
   return c.arena.time(syncs, local + kKernelCopyFactor * kernel) + reduced * c.gamma;
 }
 
+// shm_window: the cards and "all written" are arena synchronisations; each rank reads
+// the message once (its slice of every input) and writes it once (its slice of every
+// output). Only all-reduce.
+double window_cost(Collective collective, const Shape& s, double m, const CostParameters& c) {
+  if (collective != C::AllReduce) return std::numeric_limits<double>::infinity();
+  return c.arena.time(2, 2 * m) + (s.n - 1) / s.n * m * c.gamma;
+}
+
 double terms_cost(const CostTerms& t, const LinkCost& link, double gamma) {
   if (t.rounds < 0) return std::numeric_limits<double>::infinity();
   return link.time(t.rounds, t.bytes_moved) + t.bytes_reduced * gamma;
@@ -226,6 +234,7 @@ double modelled_cost(std::string_view name, Collective collective, std::size_t b
   const double m = static_cast<double>(bytes);
   if (name == "shm_direct") return arena_cost(collective, s, m, parameters);
   if (name == "cma") return cma_cost(collective, s, m, parameters);
+  if (name == "shm_window") return window_cost(collective, s, m, parameters);
   if (collective == C::AllReduce && name == "hierarchical") {
     return hierarchical_cost(m, machine, parameters);
   }

@@ -30,6 +30,8 @@ constexpr std::array kAlgorithms = {
               C::AllReduce, accepts_host_arena, allreduce_shm_direct},
     Algorithm{"cma", "one host: reduce-scatter, all-gather by cross-memory reads of peer buffers",
               C::AllReduce, accepts_cma, allreduce_cma},
+    Algorithm{"shm_window", "one host, buffers in shared windows: each rank reduces its slice in place",
+              C::AllReduce, accepts_shared_window, allreduce_shm_window},
     Algorithm{"binomial", "binomial tree from the root, largest subtree first", C::Broadcast,
               nullptr, broadcast_binomial},
     Algorithm{"ring", "pipelined chain from the root, in chunks", C::Broadcast, nullptr,

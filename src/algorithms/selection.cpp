@@ -141,13 +141,15 @@ const Selection& SelectionCache::select(const CollectiveArgs& args,
   Entry& entry =
       entries_[(bytes * 0x9E3779B97F4A7C15ull + static_cast<std::size_t>(args.collective)) >> 58];
   if (!entry.used || entry.collective != args.collective || entry.bytes != bytes ||
-      entry.host_arena != args.host_arena || entry.allow_cma != args.allow_cma) {
+      entry.host_arena != args.host_arena || entry.allow_cma != args.allow_cma ||
+      entry.shared_windows != args.shared_windows) {
     entry.choice = algorithms::select(args, context, overrides);  // throws: entry untouched
     entry.used = true;
     entry.collective = args.collective;
     entry.bytes = bytes;
     entry.host_arena = args.host_arena;
     entry.allow_cma = args.allow_cma;
+    entry.shared_windows = args.shared_windows;
   }
   return entry.choice;
 }

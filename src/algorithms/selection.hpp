@@ -86,7 +86,7 @@ const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks);
 
 /// select() for one communicator (one context, one set of overrides), remembered:
 /// a choice depends on the call only through the collective, selection_bytes()
-/// and the flags accepts() reads (host_arena, allow_cma), so calls that repeat
+/// and the flags accepts() reads (host_arena, allow_cma, shared_windows), so calls that repeat
 /// those skip the cost model. Direct-mapped, 64 entries; not thread-safe (the
 /// communicator runs one collective at a time).
 class SelectionCache {
@@ -101,6 +101,7 @@ class SelectionCache {
     std::size_t bytes = 0;
     bool host_arena = false;
     bool allow_cma = false;
+    bool shared_windows = false;
     Selection choice;
   };
   static constexpr std::size_t kEntries = 64;

@@ -130,6 +130,18 @@ chorusResult_t chorusCommSize(chorusComm_t comm, int* size) {
   });
 }
 
+chorusResult_t chorusMemAlloc(chorusComm_t comm, size_t bytes, void** ptr) {
+  return with_comm(comm, __func__, [&](Communicator& communicator) {
+    require_argument(ptr != nullptr, "the pointer out-pointer is NULL");
+    *ptr = communicator.alloc_shared(bytes);
+  });
+}
+
+chorusResult_t chorusMemFree(chorusComm_t comm, void* ptr) {
+  return with_comm(comm, __func__,
+                   [&](Communicator& communicator) { communicator.free_shared(ptr); });
+}
+
 chorusResult_t chorusWait(chorusRequest_t request) {
   std::unique_ptr<chorusRequest> owned(request);  // released whatever the outcome
   return guarded(owned ? owned->errors.get() : nullptr, __func__, [&] {

@@ -10,6 +10,7 @@
 #include <chorus/communicator.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 namespace chorus {
@@ -17,7 +18,8 @@ namespace detail {
 
 CommState::~CommState() {
   if (executor) executor->drain_and_stop();
-  transport.reset();
+  transport.reset();  // unmaps the shared windows
+  for (void* p : plain_shared) std::free(p);
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "core/reduce.hpp"
+#include "transport/shm/host_arena.hpp"
 
 #include <bit>
 #include <cstddef>
@@ -76,15 +77,19 @@ void run_widened(CommState& comm, algorithms::CollectiveArgs args, DataType wide
 void run_collective(CommState& comm, algorithms::CollectiveArgs args) {
   if (args.started == Clock::time_point{}) args.started = Clock::now();
   args.deadline = args.started + comm.config.timeout;
-  args.host_arena = comm.transport->host_arena() != nullptr;
+  transport::shm::HostArena* arena = comm.transport->host_arena();
+  args.host_arena = arena != nullptr;
   args.allow_cma = comm.config.cma;
+  args.shared_windows = arena && arena->windows().ever_used();
   if (!has_reduce_op(args.collective)) return run_selected(comm, args);
   const bool average = args.op == ReduceOp::Avg;
   const DataType wide = accumulation_type(args.dtype, args.op);
   if (average) args.op = ReduceOp::Sum;
   if (wide != args.dtype && args.count > 0) return run_widened(comm, args, wide, average);
+  bool folded = false;
+  if (average) args.average_folded = &folded;
   run_selected(comm, args);
-  if (average && args.count > 0 && receives_result(args, comm.rank)) {
+  if (average && !folded && args.count > 0 && receives_result(args, comm.rank)) {
     finalize_average(args.recv, args.count, args.dtype, comm.size);
   }
 }

@@ -5,10 +5,33 @@
 #include <chorus/error.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <string>
 
 namespace chorus::train {
+
+namespace {
+
+/// `count` fp32 zeros in comm's shared memory (collective), freed when the tensor goes.
+torch::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+  void* data = comm.alloc_shared(bytes);
+  if (!data) return torch::zeros({count}, torch::kFloat);
+  std::memset(data, 0, bytes);
+  return torch::from_blob(
+      data, {count},
+      [comm](void* p) mutable {
+        try {
+          comm.free_shared(p);
+        } catch (const std::exception&) {
+          // Only a pointer alloc_shared did not return throws; this one it did.
+        }
+      },
+      torch::kFloat);
+}
+
+}  // namespace
 
 chorus::DataType chorus_dtype(torch::ScalarType type) {
   switch (type) {
@@ -75,7 +98,7 @@ DistributedDataParallel::Impl::Impl(std::shared_ptr<torch::nn::Module> m, chorus
       bucket.offsets.push_back(total);
       total += params[p].numel();
     }
-    bucket.flat = torch::zeros({total}, torch::kFloat);
+    bucket.flat = options.shared_buckets ? shared_zeros(comm, total) : torch::zeros({total}, torch::kFloat);
     if (options.compression == GradCompression::Fp16)
       bucket.wire = torch::zeros({total}, torch::kHalf);
     if (options.compression == GradCompression::Bf16)
@@ -144,7 +167,9 @@ void DistributedDataParallel::Impl::prepare(std::int64_t local_samples) {
   if (options.broadcast_buffers && !buffers.empty()) broadcast_tensors(buffers);
   unit = last_micro;
   samples[0] = static_cast<double>(accum_samples + local_samples);
-  samples_request = comm.iall_reduce(samples, samples, 1, DataType::Float64, ReduceOp::Sum);
+  samples[1] = static_cast<double>(unit);
+  samples[2] = samples[1] * samples[1];
+  samples_request = comm.iall_reduce(samples, samples, 3, DataType::Float64, ReduceOp::Sum);
   have_scale = false;
   std::fill(ready.begin(), ready.end(), 0);
   for (auto& b : buckets) {

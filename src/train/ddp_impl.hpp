@@ -76,10 +76,14 @@ struct DistributedDataParallel::Impl {
   std::int64_t accum_samples = 0;  ///< samples of earlier no_sync micro-batches
   std::int64_t last_micro = 0;     ///< param.grad is in units of 1/last_micro (see prepare)
   std::int64_t unit = 0;           ///< scale of this step's gradient: unit / total samples
-  double samples[1] = {0};         ///< local, then all-reduced total samples of the step
+  /// This rank's samples in the step, unit and unit squared, then their sums over the ranks.
+  double samples[3] = {0, 0, 0};
   chorus::Request samples_request;
   bool have_scale = false;
   double scale = 0;
+  /// Every rank's scale is 1 / ranks (equal shares, no earlier micro-batches): gradients go
+  /// unscaled into the buckets and are all-reduced with Avg, which divides them on the way.
+  bool uniform = false;
   std::vector<char> ready;
   std::size_t next_launch = 0;
   bool ready_twice = false;

@@ -63,11 +63,16 @@ void DistributedDataParallel::Impl::remove_hooks() {
 }
 
 // The all-reduced sample total arrives long before the first bucket in practice (it was issued
-// in prepare); waiting here keeps the hook correct when it does not.
+// in prepare); waiting here keeps the hook correct when it does not. Every rank's scale is
+// unit / total; it is 1 / ranks on all of them exactly when all units are equal (ranks * the
+// sum of squares equals the square of the sum) and the total is their sum (no rank adds
+// earlier micro-batches or lacks samples), which every rank decides from the same sums.
 double DistributedDataParallel::Impl::grad_scale() {
   if (!have_scale) {
     samples_request.wait();
     scale = samples[0] > 0 ? static_cast<double>(unit) / samples[0] : 0.0;
+    uniform = samples[0] > 0 && samples[0] == samples[1] &&
+              samples[1] * samples[1] == comm.size() * samples[2];
     have_scale = true;
   }
   return scale;
@@ -88,11 +93,17 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   const torch::Tensor& grad = params[param].grad();
   torch::NoGradGuard no_grad;
   auto dst = bucket.flat.narrow(0, bucket.offsets[slot], params[param].numel());
-  if (grad.defined() && grad.data_ptr() == dst.data_ptr() && grad.is_contiguous()) {
-    dst.mul_(grad_scale());  // grad still aliases its bucket slice (see complete): scale in place
+  const double s = grad_scale();
+  const bool aliases = grad.defined() && grad.data_ptr() == dst.data_ptr() && grad.is_contiguous();
+  if (uniform && aliases) {
+    // Already in place (grad aliases its bucket slice, see complete); the Avg all-reduce scales.
+  } else if (uniform && grad.defined()) {
+    dst.copy_(grad.reshape(-1));
+  } else if (aliases) {
+    dst.mul_(s);  // scale in place
   } else if (grad.defined()) {
     // One pass: dst = grad * (unit / total samples), the locally pre-scaled contribution.
-    torch::mul_out(dst, grad.reshape(-1), torch::scalar_tensor(grad_scale(), torch::kFloat));
+    torch::mul_out(dst, grad.reshape(-1), torch::scalar_tensor(s, torch::kFloat));
   } else {
     dst.zero_();
   }
@@ -110,15 +121,17 @@ void DistributedDataParallel::Impl::launch_ready_buckets() {
 
 void DistributedDataParallel::Impl::launch(Bucket& bucket) {
   const auto count = static_cast<std::size_t>(bucket.flat.numel());
+  grad_scale();  // decides `uniform`; finish may launch a bucket no hook touched
+  const ReduceOp op = uniform ? ReduceOp::Avg : ReduceOp::Sum;
   if (bucket.wire.defined()) {
     bucket.wire.copy_(bucket.flat);  // fp32 -> fp16/bf16; Chorus sums half types in fp32
     void* data = bucket.wire.data_ptr();
     bucket.request =
-        comm.iall_reduce(data, data, count, chorus_dtype(bucket.wire.scalar_type()), ReduceOp::Sum);
+        comm.iall_reduce(data, data, count, chorus_dtype(bucket.wire.scalar_type()), op);
     stats.bytes_reduced += static_cast<std::int64_t>(count * bucket.wire.element_size());
   } else {
     void* data = bucket.flat.data_ptr();
-    bucket.request = comm.iall_reduce(data, data, count, DataType::Float32, ReduceOp::Sum);
+    bucket.request = comm.iall_reduce(data, data, count, DataType::Float32, op);
     stats.bytes_reduced += static_cast<std::int64_t>(count * sizeof(float));
   }
   bucket.launched = true;

@@ -111,9 +111,10 @@ std::map<const algorithms::Algorithm*, std::set<std::string>> coverage_tags() {
 // The tags an algorithm must meet: every rank count it accepts, each root
 // there (rooted collectives), every count, dtype and, when reducing, dtype/op.
 std::vector<std::string> required_tags(const algorithms::Algorithm& algorithm) {
-  // shm_direct and cma need a host arena, which the memory transport lacks
-  // (tests/comm/test_shm_direct.cpp, tests/comm/test_cma.cpp).
-  if (algorithm.name == "shm_direct" || algorithm.name == "cma") return {};
+  // shm_direct, cma and shm_window need a host arena, which the memory transport lacks
+  // (tests/comm/test_shm_direct.cpp, tests/comm/test_cma.cpp, tests/comm/test_shm_window.cpp).
+  if (algorithm.name == "shm_direct" || algorithm.name == "cma" || algorithm.name == "shm_window")
+    return {};
   std::vector<std::string> tags = {"in place", "out of place"};
   for (int n : kSweepRankCounts) {
     if (algorithm.accepts && (n & (n - 1)) != 0) continue;  // the only decliner: powers of two

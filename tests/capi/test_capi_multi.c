@@ -123,6 +123,34 @@ static void check_split(suite_t* s) {
   CHECK(one == s->size);
 }
 
+/* chorusMemAlloc: host-shared memory; an in-place all-reduce of 100003 floats in it is
+ * right (tests/comm/test_shm_window.cpp checks the algorithm); chorusMemFree checks its
+ * pointer. */
+static void check_shared_memory(suite_t* s) {
+  snprintf(g_case, sizeof g_case, "chorusMemAlloc");
+  enum { kCount = 100003 };
+  float* data = NULL;
+  CHECK(chorusMemAlloc(s->comm, kCount * sizeof(float), NULL) == chorusInvalidArgument);
+  CHECK_OK(chorusMemAlloc(s->comm, kCount * sizeof(float), (void**)&data));
+  CHECK(data != NULL && (uintptr_t)data % 64 == 0);
+  if (data == NULL) return;
+  for (int i = 0; i < kCount; ++i) data[i] = (float)(s->rank + i % 7);
+  CHECK_OK(chorusAllReduce(data, data, kCount, chorusFloat32, chorusSum, s->comm));
+  int bad = 0;
+  for (int i = 0; i < kCount; ++i) {
+    float want = (float)(s->size * (s->size - 1) / 2 + s->size * (i % 7));
+    bad += data[i] != want;
+  }
+  CHECK(bad == 0);
+  void* zero = (void*)&bad;
+  CHECK_OK(chorusMemAlloc(s->comm, 0, &zero));
+  CHECK(zero == NULL);
+  CHECK_OK(chorusMemFree(s->comm, data));
+  CHECK_OK(chorusMemFree(s->comm, NULL));
+  CHECK(chorusMemFree(s->comm, data) == chorusInvalidArgument);
+  CHECK(strstr(chorusGetLastError(s->comm), "free_shared") != NULL);
+}
+
 /* On a sub-communicator of every rank, rank 0 calls all-reduce while the others
  * call broadcast: every rank fails with chorusMismatch (or chorusRemoteError,
  * when a peer that saw the mismatch first broke the connections), the sentence
@@ -211,6 +239,7 @@ static int run_rank(int nranks, int rank, int port) {
   check_pending_test(&suite);
   check_overlap(&suite);
   check_split(&suite);
+  check_shared_memory(&suite);
   check_mismatch(&suite);
   if (check_peer_death(&suite)) _exit(g_failures == 0 ? 0 : 1); /* no destroy, no goodbye */
   return g_failures == 0 ? 0 : 1;

@@ -21,11 +21,12 @@ constexpr int kHidden = 10;
 constexpr int kOut = 3;
 
 /// Linear-Tanh-Linear-Tanh-Linear built from seed `seed` (parameters differ across seeds).
-inline std::shared_ptr<torch::nn::SequentialImpl> make_mlp(std::uint64_t seed) {
+inline std::shared_ptr<torch::nn::SequentialImpl> make_mlp(std::uint64_t seed,
+                                                           int hidden = kHidden) {
   torch::manual_seed(seed);
   return std::make_shared<torch::nn::SequentialImpl>(
-      torch::nn::Linear(kIn, kHidden), torch::nn::Tanh(), torch::nn::Linear(kHidden, kHidden),
-      torch::nn::Tanh(), torch::nn::Linear(kHidden, kOut));
+      torch::nn::Linear(kIn, hidden), torch::nn::Tanh(), torch::nn::Linear(hidden, hidden),
+      torch::nn::Tanh(), torch::nn::Linear(hidden, kOut));
 }
 
 /// Global batches: steps x (X [batch, kIn], Y [batch, kOut]).
@@ -75,8 +76,9 @@ inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(bool adam,
 }
 
 /// One process, whole global batch per step: the parameters DDP must reproduce.
-inline std::vector<torch::Tensor> reference_training(const Data& d, bool adam, std::uint64_t seed) {
-  auto model = make_mlp(seed);
+inline std::vector<torch::Tensor> reference_training(const Data& d, bool adam, std::uint64_t seed,
+                                                     int hidden = kHidden) {
+  auto model = make_mlp(seed, hidden);
   auto opt = make_optimizer(adam, model->parameters());
   for (std::size_t s = 0; s < d.x.size(); ++s) {
     opt->zero_grad();

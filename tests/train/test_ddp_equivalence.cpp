@@ -20,6 +20,9 @@ struct RunConfig {
   /// after a step, and both must still give the same training.
   bool replace_grads = false;
   DdpOptions options = small_buckets();
+  int hidden = kHidden;
+  /// When set: the algorithm every rank's last all-reduce of each step must have run.
+  std::string algorithm = {};
 
   static DdpOptions small_buckets() {
     DdpOptions o;  // several buckets even for this small model: exercises launch ordering
@@ -61,7 +64,7 @@ void rank_step(DistributedDataParallel& ddp, torch::nn::SequentialImpl& seq,
 std::vector<std::vector<torch::Tensor>> ddp_training(const Data& d, const RunConfig& c) {
   const int n = static_cast<int>(c.sizes.size());
   std::vector<std::shared_ptr<torch::nn::SequentialImpl>> models;
-  for (int r = 0; r < n; ++r) models.push_back(make_mlp(r == 0 ? kInitSeed : 1000 + r));
+  for (int r = 0; r < n; ++r) models.push_back(make_mlp(r == 0 ? kInitSeed : 1000 + r, c.hidden));
   std::vector<std::vector<torch::Tensor>> result(static_cast<std::size_t>(n));
   run_ranks(n, [&](int rank, chorus::Communicator& comm) {
     auto model = models[static_cast<std::size_t>(rank)];
@@ -73,6 +76,9 @@ std::vector<std::vector<torch::Tensor>> ddp_training(const Data& d, const RunCon
       const int replace = !c.replace_grads || s == 0 ? 0 : s % 2 == 1 ? 1 : 2;
       rank_step(ddp, *model, *opt, d.x[s].narrow(0, first, count), d.y[s].narrow(0, first, count),
                 c.micro, replace);
+      if (!c.algorithm.empty()) {
+        EXPECT_EQ(comm.last_algorithm(), c.algorithm) << "step " << s;
+      }
     }
     EXPECT_TRUE(ddp.verify_replicas());
     result[static_cast<std::size_t>(rank)] = clone_params(*model);
@@ -84,7 +90,7 @@ void expect_equivalent(const RunConfig& c, double atol) {
   int batch = 0;
   for (int s : c.sizes) batch += s;
   const Data d = make_data(kSteps, batch, 99);
-  const auto want = reference_training(d, c.adam, kInitSeed);
+  const auto want = reference_training(d, c.adam, kInitSeed, c.hidden);
   const auto got = ddp_training(d, c);
   for (std::size_t r = 0; r < got.size(); ++r) {
     expect_params_near(got[r], want, atol,
@@ -133,6 +139,28 @@ TEST(DdpEquivalence, GradientAccumulationWithNoSync) {
 TEST(DdpEquivalence, OneBucketAndDefaultBuckets) {
   RunConfig c{{12, 12}};
   c.options = DdpOptions{};  // the whole model fits the first bucket
+  expect_equivalent(c, 1e-5);
+}
+
+// A model whose bucket is past the arena's one-round size: by default the bucket lives in
+// shared memory and its all-reduce works in place in the peers' buckets (shm_window), with
+// Avg for equal shares and pre-scaled sums for unequal ones; without shared buckets it goes
+// through the arena. Both train like one process.
+TEST(DdpEquivalence, SharedBucketsAllReduceInPlace) {
+  RunConfig c{{12, 12}};
+  c.options = DdpOptions{};
+  c.hidden = 80;  // ~7.6 k parameters, 30 KB: one bucket
+  c.algorithm = "shm_window";
+  expect_equivalent(c, 1e-5);
+  c.sizes = {5, 11, 8};
+  expect_equivalent(c, 1e-5);
+  c.sizes = {8, 8, 8};
+  c.replace_grads = true;
+  expect_equivalent(c, 1e-5);
+  c.micro = 2;
+  expect_equivalent(c, 1e-5);
+  c.options.shared_buckets = false;
+  c.algorithm = "shm_direct";
   expect_equivalent(c, 1e-5);
 }
 

@@ -192,7 +192,7 @@ bool has_output(const Case& c) {
   return true;
 }
 
-void fill_sentinel(std::vector<std::byte>& storage, DataType dtype) {
+void fill_sentinel(Storage& storage, DataType dtype) {
   std::size_t elements = storage.size() / dtype_size(dtype);
   for (std::size_t i = 0; i < elements; ++i) store(storage.data(), i, dtype, kSentinel);
 }

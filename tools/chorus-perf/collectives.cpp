@@ -2,6 +2,7 @@
 #include "collectives.hpp"
 
 #include <array>
+#include <utility>
 
 namespace chorus::perf {
 namespace {
@@ -59,8 +60,8 @@ void fill_alltoallv_vectors(const Case& c, Buffers& b) {
 // In place, all within one storage of `count` elements (DESIGN.md):
 // allgather/gather send = recv + rank*block; reducescatter/scatter
 // recv = send + rank*block; the others send == recv.
-void place_in_place(const Case& c, Buffers& b, std::size_t elem) {
-  b.first.resize(c.count * elem);
+void place_in_place(const Case& c, Buffers& b, std::size_t elem, Communicator* shared_from) {
+  b.first.allocate(c.count * elem, shared_from);
   std::byte* base = b.first.data();
   std::byte* own_block = base + static_cast<std::size_t>(c.rank) * c.block * elem;
   b.send = base;
@@ -121,16 +122,36 @@ double algbw_bytes(const Case& c) {
   return total / c.nranks * elem;
 }
 
-Buffers make_buffers(const Case& c, bool in_place) {
+Storage::Storage(Storage&& other) noexcept
+    : heap_(std::move(other.heap_)),
+      shared_(std::exchange(other.shared_, nullptr)),
+      comm_(other.comm_),
+      size_(std::exchange(other.size_, 0)) {}
+
+Storage::~Storage() {
+  if (shared_) comm_->free_shared(shared_);
+}
+
+void Storage::allocate(std::size_t bytes, Communicator* shared_from) {
+  size_ = bytes;
+  if (shared_from) {
+    comm_ = shared_from;
+    shared_ = static_cast<std::byte*>(shared_from->alloc_shared(bytes));
+  } else {
+    heap_.assign(bytes, std::byte{0});
+  }
+}
+
+Buffers make_buffers(const Case& c, bool in_place, Communicator* shared_from) {
   const std::size_t elem = dtype_size(c.dtype);
   Buffers b;
   b.send_elems = send_total(c);
   b.recv_elems = recv_total(c);
   if (in_place && info_of(c.bench).has_in_place) {
-    place_in_place(c, b, elem);
+    place_in_place(c, b, elem, shared_from);
   } else {
-    b.first.resize(b.send_elems * elem);
-    b.second.resize(b.recv_elems * elem);
+    b.first.allocate(b.send_elems * elem, shared_from);
+    b.second.allocate(b.recv_elems * elem, shared_from);
     b.send = b.first.data();
     b.recv = b.second.data();
   }

@@ -71,8 +71,29 @@ double algbw_bytes(const Case& c);
 /// In place: one storage, with send/recv placed as DESIGN.md defines (e.g.
 /// allgather send = recv + rank*block). send_elems/recv_elems are the regions
 /// the call reads and writes.
+/// A buffer's bytes: from the heap, or from Communicator::alloc_shared (--shared).
+class Storage {
+ public:
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  Storage(Storage&& other) noexcept;
+  Storage& operator=(Storage&&) = delete;
+  ~Storage();
+  /// `bytes` zero bytes; collective over `shared_from` when it is not nullptr.
+  void allocate(std::size_t bytes, Communicator* shared_from);
+  std::byte* data() { return shared_ ? shared_ : heap_.data(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::vector<std::byte> heap_;
+  std::byte* shared_ = nullptr;
+  Communicator* comm_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 struct Buffers {
-  std::vector<std::byte> first, second;
+  Storage first, second;
   std::byte* send = nullptr;
   std::byte* recv = nullptr;
   std::size_t send_elems = 0;
@@ -80,7 +101,8 @@ struct Buffers {
   std::vector<std::size_t> send_counts, send_displs, recv_counts, recv_displs;  ///< alltoallv
 };
 
-Buffers make_buffers(const Case& c, bool in_place);
+/// `shared_from`: allocate from that communicator's shared memory (collective), else the heap.
+Buffers make_buffers(const Case& c, bool in_place, Communicator* shared_from = nullptr);
 
 /// Runs the collective once (blocking). sendrecv: each rank sends to rank+1 and
 /// receives from rank-1 (mod n), even ranks posting the send first.

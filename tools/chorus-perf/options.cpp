@@ -143,6 +143,10 @@ Options parse_options(int argc, const char* const argv[]) {
       options.in_place = true;
       continue;
     }
+    if (word == "--shared") {
+      options.shared = true;
+      continue;
+    }
     if (word == "--tune") {
       if (i + 1 >= argc || std::string_view(argv[i + 1]).empty()) bad("--tune needs a file name");
       options.tune_file = argv[++i];
@@ -204,6 +208,8 @@ Times Chorus collectives and prints the nccl-tests table (rank 0 prints).
             alltoall alltoallv sendrecv barrier, or all (default allreduce)
   -a ALGO   algorithm (sets CHORUS_ALGO, e.g. "ring" or "allreduce=ring")
   -z        also time the in-place form
+  --shared  buffers from Communicator::alloc_shared (host-shared memory: all-reduces
+            then run in place in the peers' buffers, algorithm shm_window)
   --tune F  measure the cost model's alpha/beta/gamma here and write them to F
             (merged with F if it exists; point CHORUS_TUNING_FILE at it)
   -h        this text

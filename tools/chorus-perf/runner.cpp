@@ -69,7 +69,7 @@ void run_bench(Communicator& comm, const BenchInfo& info, const Options& options
 }  // namespace
 
 Timing measure(Communicator& comm, const Case& c, bool in_place, const Options& options) {
-  Buffers buffers = make_buffers(c, in_place);
+  Buffers buffers = make_buffers(c, in_place, options.shared ? &comm : nullptr);
   fill_buffers(c, buffers);
   for (int i = 0; i < options.warmup; ++i) run_once(comm, c, buffers);
   comm.barrier();

@@ -109,6 +109,8 @@ Options parse_options(int argc, const char* const argv[]) {
       options.help = true;
     } else if (word == "--no-sync") {
       options.no_sync = true;
+    } else if (word == "--no-shared-buckets") {
+      options.shared_buckets = false;
     } else if (word == "--resume") {
       options.resume = true;
     } else if (word == "--no-eval") {
@@ -139,6 +141,7 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --steps S              stop after S steps in total (0 = no limit)         [0]
   --lr X                 learning rate: mlp SGD+momentum 0.9, lstm Adam [0.05 / 0.003]
   --no-sync              same compute without gradient synchronisation (benchmark)
+  --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --checkpoint PATH      save model, optimizer, step and sampler state at the end
   --checkpoint-every N   ... and every N steps
   --resume               continue from --checkpoint PATH when it exists

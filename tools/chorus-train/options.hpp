@@ -16,6 +16,7 @@ struct Options {
   std::int64_t steps = 0;  ///< --steps: stop after this many steps in total (0 = no limit)
   double lr = 0.0;         ///< --lr (0 = default: SGD 0.05 MLP, Adam 0.003 LSTM)
   bool no_sync = false;    ///< --no-sync: same compute, gradients not synchronised
+  bool shared_buckets = true;  ///< --no-shared-buckets: buckets in ordinary memory
   std::string checkpoint;  ///< --checkpoint path: saved at the end (and every N steps)
   std::int64_t checkpoint_every = 0;  ///< --checkpoint-every N (0 = only at the end)
   bool resume = false;                ///< --resume: continue from --checkpoint if it exists

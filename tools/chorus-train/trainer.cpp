@@ -31,6 +31,7 @@ train::DdpOptions ddp_options(const Options& options) {
   ddp.compression = options.compression == Compression::Fp16   ? train::GradCompression::Fp16
                     : options.compression == Compression::Bf16 ? train::GradCompression::Bf16
                                                                : train::GradCompression::None;
+  ddp.shared_buckets = options.shared_buckets;
   return ddp;
 }
 

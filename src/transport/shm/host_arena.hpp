@@ -46,6 +46,7 @@
 #include "core/deadline.hpp"
 #include "transport/doorbell.hpp"
 #include "transport/shm/segment.hpp"
+#include "transport/shm/windows.hpp"
 #include "transport/wait_policy.hpp"
 
 #include <chorus/error.hpp>
@@ -165,6 +166,8 @@ class HostArena {
   /// Whether this host has more ranks than CPUs (the wait policy's verdict): a round handed
   /// to a rank that is not running then costs a scheduler slice, so fewer rounds are better.
   bool cores_shared() const { return wait_policy_.cores_shared; }
+  /// The communicator's shared windows (windows.hpp).
+  WindowTable& windows() { return windows_; }
 
  private:
   HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes);
@@ -191,6 +194,7 @@ class HostArena {
   Doorbell doorbell_;
   ArenaWatcher* watcher_ = nullptr;
   WaitPolicy wait_policy_;
+  WindowTable windows_;
   Fingerprint call_;
   Clock::time_point next_call_check_{};  ///< begin_call's next full watcher pass
   std::uint64_t round_ = 0;            ///< last round begun

@@ -1,0 +1,245 @@
+// Shared windows (Communicator::alloc_shared, transport/shm/windows.hpp) and the
+// shm_window all-reduce (src/algorithms/allreduce/shm_window.cpp), across forked
+// processes: ranks {1, 2, 3, 5, 8} x every dtype and op x counts 0, 1, 7, 1501, 9001
+// and an odd count of several MiB x in place, checked against reference.hpp, with the
+// algorithm that ran; buffers in a window on some ranks only (or freed on one) run
+// shm_direct and still agree; ranks may ask for different sizes (or none); freeing
+// checks its pointer; over TCP the memory is ordinary and still works; a peer killed
+// in the middle of window all-reduces fails the others with RemoteError naming it.
+#include "algorithms/catalog.hpp"
+#include "algorithms/selection.hpp"
+#include "core/reduce.hpp"
+#include "forked_ranks.hpp"
+#include "reduction_checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <tuple>
+
+namespace chorus::testing {
+namespace {
+
+constexpr std::size_t kCounts[] = {0, 1, 7, 1501, 9001};
+constexpr std::size_t kLargeCount = 1'000'003;  // 1 to 8 MiB, odd: uneven slices, many chunks
+constexpr std::size_t kWindowAbove = 16 * 1024;  // bytes; at most this runs shm_direct's one round
+
+/// The algorithm a call on window buffers must report: shm_window past one round, unless
+/// the communicator widens the type first (half types, integer averages: the widened
+/// copies are on the heap, so those run shm_direct).
+std::string window_algorithm(DataType t, ReduceOp op, std::size_t count) {
+  if (accumulation_type(t, op) != t) return "shm_direct";
+  return count * dtype_size(t) > kWindowAbove ? "shm_window" : "shm_direct";
+}
+
+/// One all-reduce whose buffers are `send` and `recv` (equal: in place), filled with
+/// this rank's reference input; checks every element and the algorithm that ran.
+void all_reduce_into(Communicator& c, DataType t, ReduceOp op, std::size_t count,
+                     unsigned char* send, unsigned char* recv, const std::string& algorithm) {
+  const std::size_t bytes = count * dtype_size(t);
+  const auto input = make_input(c.rank(), count, t, op);
+  if (bytes > 0) std::memcpy(send, input.data(), bytes);
+  if (recv != send && bytes > 0) std::memset(recv, 0xAB, bytes);
+  const std::string what = case_label("allreduce", t, op, count, send == recv);
+  c.all_reduce(send, recv, count, t, op);
+  if (c.size() > 1 && count > 0) {
+    rank_check(c.last_algorithm() == algorithm,
+               what + " ran " + c.last_algorithm() + ", expected " + algorithm);
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const double have = decode(t, recv + i * dtype_size(t));
+    const double want = expected_reduction(c.size(), i, t, op);
+    if (have != want) {
+      rank_check(false, what + ": element " + std::to_string(i) + " is " + std::to_string(have) +
+                            ", expected " + std::to_string(want));
+      return;
+    }
+  }
+}
+
+/// Every dtype x op x count, in place and not alternating, in one window of two halves.
+void sweep(Communicator& c, SharedPage&) {
+  const std::size_t half = kLargeCount * 8;
+  auto* base = static_cast<unsigned char*>(c.alloc_shared(2 * half));
+  rank_check(base != nullptr && reinterpret_cast<std::uintptr_t>(base) % 64 == 0,
+             "alloc_shared returned an unaligned or null pointer");
+  int k = 0;
+  for (DataType t : kAllTypes)
+    for (ReduceOp op : kAllOps)
+      for (std::size_t count : kCounts) {
+        const bool in_place = ++k % 2 == 0;
+        all_reduce_into(c, t, op, count, base, in_place ? base : base + half,
+                        window_algorithm(t, op, count));
+      }
+  for (auto [t, op, in_place] : {std::tuple{DataType::Float32, ReduceOp::Sum, false},
+                                 {DataType::Float32, ReduceOp::Sum, true},
+                                 {DataType::Int64, ReduceOp::Max, true},
+                                 {DataType::Float16, ReduceOp::Avg, false},
+                                 {DataType::Float64, ReduceOp::Avg, true},
+                                 {DataType::Bfloat16, ReduceOp::Max, true},
+                                 {DataType::Uint8, ReduceOp::Prod, true}}) {
+    all_reduce_into(c, t, op, kLargeCount, base, in_place ? base : base + half,
+                    window_algorithm(t, op, kLargeCount));
+  }
+  c.free_shared(base);
+}
+
+class WindowProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(WindowProcesses, EveryDtypeOpCountInPlace) {
+  ForkedRanks job{.n = GetParam(), .env = {}, .limit = std::chrono::seconds(120), .before_join = {}};
+  EXPECT_EQ((forked_ranks_failures(job, sweep)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, WindowProcesses, ::testing::Values(1, 2, 3, 5, 8),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// Rank 1's buffers are on its heap (then its window is freed and it uses the heap):
+// every rank runs shm_direct, with the right sums; afterwards all in windows again.
+TEST(WindowFallback, BuffersOutsideAWindowOnOneRankRunShmDirect) {
+  ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};
+  EXPECT_EQ(forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
+              constexpr std::size_t kCount = 100'001;
+              std::vector<unsigned char> heap(kCount * 4);
+              auto* window = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
+              unsigned char* mine = c.rank() == 1 ? heap.data() : window;
+              all_reduce_into(c, DataType::Float32, ReduceOp::Sum, kCount, mine, mine, "shm_direct");
+              // An average falling back is divided once, by the communicator.
+              all_reduce_into(c, DataType::Float64, ReduceOp::Avg, kCount / 2, mine, mine,
+                              "shm_direct");
+              all_reduce_into(c, DataType::Int32, ReduceOp::Max, kCount, window, window,
+                              "shm_window");
+              if (c.rank() == 1) c.free_shared(window);
+              all_reduce_into(c, DataType::Int32, ReduceOp::Min, kCount, mine, mine, "shm_direct");
+              // Another window after one was freed: ids stay aligned across ranks.
+              auto* second = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
+              all_reduce_into(c, DataType::Float64, ReduceOp::Sum, kCount / 2, second, second,
+                              "shm_window");
+              // Send in one window, recv in another: a window call where every rank names
+              // the same two; not where rank 1 names other ones.
+              auto* third = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
+              all_reduce_into(c, DataType::Int32, ReduceOp::Sum, kCount, third, second,
+                              "shm_window");
+              all_reduce_into(c, DataType::Int32, ReduceOp::Sum, kCount,
+                              c.rank() == 1 ? second : third, c.rank() == 1 ? third : second,
+                              "shm_direct");
+            }),
+            "");
+}
+
+// Ranks ask for different sizes (one for none); each gets its own bytes, all usable.
+TEST(WindowAllocation, DifferentSizesAndZero) {
+  ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};
+  EXPECT_EQ(forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
+              const std::size_t bytes = c.rank() == 2 ? 0 : (static_cast<std::size_t>(c.rank()) + 1) * 100'000;
+              auto* p = static_cast<unsigned char*>(c.alloc_shared(bytes));
+              rank_check((p == nullptr) == (bytes == 0), "null exactly when asking for 0 bytes");
+              if (p) std::memset(p, c.rank() + 1, bytes);  // every byte is ours to write
+              // All ranks asking for nothing: nullptr everywhere, nothing allocated.
+              rank_check(c.alloc_shared(0) == nullptr, "alloc_shared(0) on every rank");
+              std::vector<float> heap(50'000, 1.0f);
+              c.all_reduce(heap.data(), heap.data(), heap.size(), DataType::Float32, ReduceOp::Sum);
+              rank_check(heap[49'999] == 3.0f, "all-reduce on the heap after a window");
+              c.free_shared(p);
+              c.free_shared(nullptr);
+              try {
+                c.free_shared(heap.data());
+                rank_check(false, "freeing a heap pointer did not throw");
+              } catch (const Error& e) {
+                rank_check(e.status() == Status::InvalidArgument, e.what());
+                rank_check(c.last_error().find("free_shared") != std::string::npos, c.last_error());
+              }
+              if (p) {
+                try {
+                  c.free_shared(p);
+                  rank_check(false, "a second free did not throw");
+                } catch (const Error& e) {
+                  rank_check(e.status() == Status::InvalidArgument, e.what());
+                }
+              }
+            }),
+            "");
+}
+
+// Over TCP there is no arena: the memory is ordinary, all-reduces on it do not run
+// shm_window, and it is freed like the rest.
+TEST(WindowAllocation, OrdinaryMemoryOverTcp) {
+  ForkedRanks job{.n = 2, .env = {"CHORUS_TRANSPORT=tcp"}, .limit = std::chrono::seconds(60),
+                  .before_join = {}};
+  EXPECT_EQ(forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
+              constexpr std::size_t kCount = 10'001;
+              auto* p = static_cast<unsigned char*>(c.alloc_shared(kCount * 8));
+              rank_check(p != nullptr, "no memory over tcp");
+              const auto input = make_input(c.rank(), kCount, DataType::Float64, ReduceOp::Sum);
+              std::memcpy(p, input.data(), input.size());
+              c.all_reduce(p, p, kCount, DataType::Float64, ReduceOp::Sum);
+              rank_check(c.last_algorithm() != "shm_window", "tcp ran " + c.last_algorithm());
+              for (std::size_t i = 0; i < kCount; i += 997) {
+                rank_check(decode(DataType::Float64, p + 8 * i) ==
+                               expected_reduction(2, i, DataType::Float64, ReduceOp::Sum),
+                           "wrong sum over tcp at " + std::to_string(i));
+              }
+              c.free_shared(p);
+            }),
+            "");
+}
+
+// Rank 1 SIGKILLs itself at a random moment while all ranks loop over window
+// all-reduces; the others fail with RemoteError naming rank 1 within 2 s.
+TEST(WindowFaults, KilledPeerIsNamedWithinTwoSeconds) {
+  ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};
+  auto statuses = run_forked_ranks(job, [](Communicator& c, SharedPage& page) {
+    constexpr std::size_t kCount = std::size_t{2} << 20;
+    auto* data = static_cast<float*>(c.alloc_shared(kCount * sizeof(float)));
+    for (std::size_t i = 0; i < kCount; ++i) data[i] = 1.0f;
+    if (c.rank() == 1) {
+      std::thread([&page] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 + ::getpid() % 200));
+        page.killed_at_ns.store(monotonic_ns());
+        ::raise(SIGKILL);
+      }).detach();
+    }
+    try {
+      for (int i = 0; i < 100000; ++i) {
+        c.all_reduce(data, data, kCount, DataType::Float32, ReduceOp::Max);
+      }
+      rank_check(false, "no call failed");
+    } catch (const Error& e) {
+      const long long waited = monotonic_ns() - page.killed_at_ns.load();
+      const std::string what = "rank " + std::to_string(c.rank()) + ": " + e.what();
+      rank_check(c.last_algorithm() == "shm_window", "ran " + c.last_algorithm());
+      rank_check(e.status() == Status::RemoteError, what);
+      rank_check(std::string(e.what()).find("rank 1") != std::string::npos, what);
+      rank_check(page.killed_at_ns.load() > 0 && waited < 2'000'000'000LL,
+                 what + " after " + std::to_string(waited / 1000000) + " ms");
+    }
+  });
+  ASSERT_EQ(statuses.size(), 3u);
+  EXPECT_TRUE(WIFSIGNALED(statuses[1]) && WTERMSIG(statuses[1]) == SIGKILL) << statuses[1];
+  EXPECT_TRUE(exited_cleanly(statuses[0])) << statuses[0];
+  EXPECT_TRUE(exited_cleanly(statuses[2])) << statuses[2];
+}
+
+// Selection: shm_window only where the communicator has windows and the call is past the
+// one-round size; the model prefers it there to shm_direct.
+TEST(WindowSelection, AcceptedOnlyWithWindowsAndLargeCalls) {
+  algorithms::CollectiveArgs args;
+  args.collective = Collective::AllReduce;
+  args.dtype = DataType::Float32;
+  args.host_arena = true;
+  args.count = 1 << 20;
+  EXPECT_NE(algorithms::select_algorithm(args, 4, "").name, "shm_window");
+  args.shared_windows = true;
+  EXPECT_EQ(algorithms::select_algorithm(args, 4, "").name, "shm_window");
+  args.count = kWindowAbove / 4;
+  EXPECT_FALSE(algorithms::accepts_shared_window(args, 4));
+  args.count = kWindowAbove / 4 + 1;
+  EXPECT_TRUE(algorithms::accepts_shared_window(args, 4));
+  EXPECT_FALSE(algorithms::accepts_shared_window(args, 1));
+  args.host_arena = false;
+  EXPECT_FALSE(algorithms::accepts_shared_window(args, 4));
+}
+
+}  // namespace
+}  // namespace chorus::testing
