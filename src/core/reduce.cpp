@@ -7,10 +7,15 @@
 
 #include <chorus/error.hpp>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace chorus {
 namespace {
@@ -90,11 +95,37 @@ bool convert_half(const void* src, DataType from, void* dst, DataType to, std::s
 
 bool is_half(DataType t) { return t == DataType::Float16 || t == DataType::Bfloat16; }
 
+/// p[i] / d for floats, correctly rounded like the scalar division: by a power of two d that
+/// is p[i] * (1 / d) exactly (the reciprocal is exact), otherwise a division, four (two)
+/// lanes at a time where SSE2 exists (every x86-64).
+template <typename T>
+void divide_floats(T* p, std::size_t n, T d) {
+  const bool power_of_two = std::has_single_bit(static_cast<unsigned long long>(d));
+  const T reciprocal = T(1) / d;
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    const __m128 v = _mm_set1_ps(power_of_two ? reciprocal : d);
+    for (; i + 4 <= n; i += 4) {
+      const __m128 x = _mm_loadu_ps(p + i);
+      _mm_storeu_ps(p + i, power_of_two ? _mm_mul_ps(x, v) : _mm_div_ps(x, v));
+    }
+  } else {
+    const __m128d v = _mm_set1_pd(power_of_two ? reciprocal : d);
+    for (; i + 2 <= n; i += 2) {
+      const __m128d x = _mm_loadu_pd(p + i);
+      _mm_storeu_pd(p + i, power_of_two ? _mm_mul_pd(x, v) : _mm_div_pd(x, v));
+    }
+  }
+#endif
+  for (; i < n; ++i) p[i] = power_of_two ? p[i] * reciprocal : p[i] / d;
+}
+
 template <typename T>
 void divide_as(void* buf, std::size_t n, int divisor) {
   T* p = static_cast<T*>(buf);
   if constexpr (std::is_floating_point_v<T>) {
-    for (std::size_t i = 0; i < n; ++i) p[i] = p[i] / static_cast<T>(divisor);
+    divide_floats(p, n, static_cast<T>(divisor));
   } else {
     for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / static_cast<T>(divisor));
   }

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 namespace chorus {
@@ -136,6 +139,38 @@ TEST(Average, IntegersTruncateTowardZeroFloatsDivideOnce) {
   finalize_average(d.data(), d.size(), DataType::Float64, 3);
   EXPECT_EQ(d[0], 1.0 / 3.0);
   EXPECT_EQ(d[1], 2.0 / 3.0);
+}
+
+// The vector loops and their tails give the scalar division's bits for every divisor
+// (powers of two by an exact reciprocal), subnormals, infinities and odd lengths included.
+TEST(Average, FloatDivisionMatchesScalarDivisionBitForBit) {
+  std::vector<float> f;
+  std::vector<double> d;
+  std::uint32_t state = 12345;
+  for (int i = 0; i < 1031; ++i) {
+    state = state * 1664525u + 1013904223u;
+    const float x = std::ldexp(static_cast<float>(state % 100000) - 50000.0f, (i % 300) - 160);
+    f.push_back(x);
+    d.push_back(std::ldexp(static_cast<double>(x), (i % 7) * 100 - 300));
+  }
+  f[5] = std::numeric_limits<float>::infinity();
+  f[6] = std::numeric_limits<float>::denorm_min();
+  d[7] = -std::numeric_limits<double>::denorm_min();
+  for (int divisor : {1, 2, 3, 4, 5, 7, 8, 64, 100}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1031}}) {
+      auto fa = f;
+      auto da = d;
+      finalize_average(fa.data(), n, DataType::Float32, divisor);
+      finalize_average(da.data(), n, DataType::Float64, divisor);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float fw = f[i] / static_cast<float>(divisor);
+        const double dw = d[i] / static_cast<double>(divisor);
+        ASSERT_EQ(std::memcmp(&fa[i], &fw, sizeof fw), 0) << divisor << " " << i << " " << f[i];
+        ASSERT_EQ(std::memcmp(&da[i], &dw, sizeof dw), 0) << divisor << " " << i << " " << d[i];
+      }
+      for (std::size_t i = n; i < f.size(); ++i) ASSERT_EQ(fa[i], f[i]) << "past the count";
+    }
+  }
 }
 
 }  // namespace
