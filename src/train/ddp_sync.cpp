@@ -91,13 +91,18 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   Bucket& bucket = buckets[bucket_of[param]];
   const std::size_t slot = slot_of[param];
   const torch::Tensor& grad = params[param].grad();
+  const double s = grad_scale();
+  const bool aliases = grad.defined() && grad.is_contiguous() &&
+                       grad.data_ptr() == bucket.flat.data_ptr<float>() + bucket.offsets[slot];
+  // Already in place (grad aliases its bucket slice, see complete) and the Avg all-reduce
+  // scales: nothing to do, not even a tensor to make.
+  if (uniform && aliases) {
+    if (--bucket.pending == 0) launch_ready_buckets();
+    return;
+  }
   torch::NoGradGuard no_grad;
   auto dst = bucket.flat.narrow(0, bucket.offsets[slot], params[param].numel());
-  const double s = grad_scale();
-  const bool aliases = grad.defined() && grad.data_ptr() == dst.data_ptr() && grad.is_contiguous();
-  if (uniform && aliases) {
-    // Already in place (grad aliases its bucket slice, see complete); the Avg all-reduce scales.
-  } else if (uniform && grad.defined()) {
+  if (uniform && grad.defined()) {
     dst.copy_(grad.reshape(-1));
   } else if (aliases) {
     dst.mul_(s);  // scale in place
@@ -189,6 +194,11 @@ void DistributedDataParallel::Impl::complete(Bucket& bucket) {
   const bool views = !bucket.wire.defined();
   for (std::size_t k = 0; k < bucket.params.size(); ++k) {
     torch::Tensor& p = params[bucket.params[k]];
+    float* slot = bucket.flat.data_ptr<float>() + bucket.offsets[k];
+    if (views && p.grad().defined() && p.grad().data_ptr() == slot && p.grad().is_contiguous() &&
+        p.grad().sizes() == p.sizes()) {
+      continue;  // still the alias handed over last step (the usual case): nothing to do
+    }
     auto src = bucket.flat.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes());
     if (views) {
       // Shares the bucket's storage without being an autograd view, so optimizers may still
