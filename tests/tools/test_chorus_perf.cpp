@@ -49,6 +49,17 @@ TEST(ChorusPerf, EveryTypeAndOpInPlaceWithRoot) {
                     {}));
 }
 
+// --shared: every collective on buffers from alloc_shared, checked; all-reduces past one
+// arena round run in place in the peers' buffers, and chorus-perf names the algorithm.
+TEST(ChorusPerf, SharedBuffers) {
+  ProcessResult result = perf(3,
+                              {"-t", "all", "-b", "8", "-e", "256K", "-f", "32", "-z", "-c", "1",
+                               "-n", "2", "-w", "1", "--shared"},
+                              {"CHORUS_TRANSPORT"});
+  expect_clean(result);
+  EXPECT_NE(result.out.find("shm_window"), std::string::npos) << result.out;
+}
+
 TEST(ChorusPerf, BadRootIsAUsageError) {
   ProcessResult result = perf(2, {"-r", "2", "-b", "8", "-e", "8"}, {});
   EXPECT_NE(result.exit_code, 0);

@@ -37,8 +37,10 @@ TEST(PerfOptions, SizesAndSteps) {
 
 TEST(PerfOptions, Values) {
   Options o = parse({"-t", "all", "-d", "all", "-o", "max", "-r", "2", "-z", "-c", "0", "-a",
-                     "ring", "-n5", "-w", "0"});
+                     "ring", "-n5", "-w", "0", "--shared"});
   EXPECT_EQ(o.collectives.size(), all_benches().size());
+  EXPECT_TRUE(o.shared);
+  EXPECT_FALSE(parse({"-n5"}).shared);
   EXPECT_EQ(o.dtypes.size(), static_cast<std::size_t>(kNumDataTypes));
   EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::Max});
   EXPECT_EQ(o.root, 2);
