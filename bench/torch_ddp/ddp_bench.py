@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """PyTorch DDP step time on the chorus and gloo backends, against the same training with no
-gradient synchronisation at all (nosync), in one invocation.
+gradient synchronisation at all (nosync) and DDP whose communication hook communicates nothing
+(nocomm: torch's own DDP work, what no backend can remove), in one invocation.
 
     PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_ddp/ddp_bench.py \\
-        [--models mlp,transformer,lstm] [--ranks 2,4] [--steps 20] [--warmup 3] [--repeats 3]
+        [--models mlp,transformer,lstm] [--ranks 2,4] [--modes chorus,gloo,nosync,nocomm]
+        [--steps 20] [--warmup 3] [--repeats 3] [--bucket-view]
 
-For every (model, ranks) cell the three modes run interleaved, `repeats` times: chorus, gloo,
-nosync, chorus, gloo, nosync, ... Each run starts `ranks` fresh processes (worker.py, one torch
+For every (model, ranks) cell the modes run interleaved, `repeats` times: chorus, gloo,
+nosync, nocomm, chorus, gloo, ... Each run starts `ranks` fresh processes (worker.py, one torch
 thread each, OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1, a FileStore rendezvous in a temporary
 directory); a run's figure is the slowest rank's mean step time over the timed steps, and a
 cell's figure the median over its runs. Prints the table on stdout (progress on stderr) and
@@ -31,7 +33,7 @@ except ImportError:
     sys.exit("no torch in {}: run with /usr/bin/python3 (Debian's python3-torch)".format(sys.executable))
 import report  # noqa: E402
 
-MODES = ("chorus", "gloo", "nosync")
+MODES = ("chorus", "gloo", "nosync", "nocomm")
 MODEL_NAMES = ("mlp", "transformer", "lstm")
 
 
@@ -86,7 +88,7 @@ def launch(model, ranks, mode, args):
     with tempfile.TemporaryDirectory(prefix="torch-ddp-bench-") as tmp:
         cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--model", model, "--mode", mode,
                "--store", os.path.join(tmp, "store"), "--steps", str(args.steps),
-               "--warmup", str(args.warmup)]
+               "--warmup", str(args.warmup)] + (["--bucket-view"] if args.bucket_view else [])
         failed = wait_ranks(start_ranks(cmd, ranks, tmp), args.timeout)
         if failed:
             with open(os.path.join(tmp, "err%d" % failed[0])) as err:
@@ -108,7 +110,7 @@ def run_cell(model, ranks, args, failures):
     """The interleaved repeats of one (model, ranks) cell: {mode: [run, ...]}."""
     runs = {mode: [] for mode in MODES}
     for repeat in range(args.repeats):
-        for mode in MODES:
+        for mode in args.modes:
             began = time.monotonic()
             try:
                 run = launch(model, ranks, mode, args)
@@ -127,9 +129,13 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(MODEL_NAMES), help="comma-separated: mlp,transformer,lstm")
     parser.add_argument("--ranks", default="2,4", help="comma-separated rank counts")
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: " + ",".join(MODES))
     parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps before them (DDP builds its buckets)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per mode and cell (median)")
+    parser.add_argument("--bucket-view", action="store_true",
+                        help="DDP(gradient_as_bucket_view=True) in every DDP mode: gradients are views of "
+                             "DDP's buckets, which saves copying them back after each all-reduce")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
     parser.add_argument("--out", default=os.path.join(HERE, "..", "results"),
                         help="directory of the markdown report ('' for none)")
@@ -138,6 +144,10 @@ def parse_args():
     unknown = [m for m in args.models if m not in MODEL_NAMES]
     if unknown:
         parser.error("unknown model(s) {}; choose from {}".format(",".join(unknown), ",".join(MODEL_NAMES)))
+    args.modes = args.modes.split(",")
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown or not args.modes:
+        parser.error("unknown mode(s) {}; choose from {}".format(",".join(unknown), ",".join(MODES)))
     try:
         args.ranks = [int(r) for r in args.ranks.split(",")]
     except ValueError:

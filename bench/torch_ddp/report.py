@@ -3,7 +3,9 @@
 Definitions: a cell's step time is the median over its runs of the slowest rank's mean step
 time; samples/s = per-rank batch * ranks / step time; gloo/chorus = gloo step / chorus step
 (above 1 chorus is faster); chorus/nosync = chorus step / nosync step (1.00 means the gradient
-synchronisation costs nothing; the issue's goal is at most 1.10).
+synchronisation costs nothing; the issue's goal is at most 1.10); nocomm/nosync = what torch's
+DDP costs by itself (bucket copies, hooks: no backend can remove it); chorus/nocomm = what the
+chorus backend adds to that.
 """
 
 import os
@@ -52,9 +54,12 @@ def header(cells, args, minutes):
         "Machine: {}, {} cores; torch {}, BLAS `{}`, {} torch thread per rank.".format(
             cpu_name(), os.cpu_count(), info.get("torch", "?"), info.get("blas", "?"), info.get("threads", "?")),
         "Each run: {} warm-up + {} timed steps per rank; {} run(s) per mode, interleaved "
-        "(chorus, gloo, nosync, chorus, ...). Step time: median over runs of the slowest rank's "
+        "({}, ...). Step time: median over runs of the slowest rank's "
         "mean step time. gloo/chorus above 1: chorus faster. chorus/nosync: the cost of "
-        "gradient synchronisation (goal <= 1.10).".format(args.warmup, args.steps, args.repeats),
+        "gradient synchronisation (goal <= 1.10). nocomm: DDP with a communication hook that "
+        "communicates nothing, so nocomm/nosync is torch DDP's own cost and chorus/nocomm what "
+        "the backend adds.".format(args.warmup, args.steps, args.repeats, ", ".join(args.modes)),
+        "DDP options: {}.".format("gradient_as_bucket_view=True" if args.bucket_view else "torch's defaults"),
         "Ranks' glibc malloc: {} (see ddp_bench.py).".format(args.malloc),
         "",
     ]
@@ -64,10 +69,17 @@ def fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
+def ratio(step, a, b):
+    """step[a] / step[b] formatted, "-" when either is missing."""
+    both = step.get(a) and step.get(b)
+    return fmt(both and step[a] / step[b], ".2f")
+
+
 def summary_table(cells):
     lines = ["| model | ranks | batch/rank | chorus ms | chorus samples/s | gloo ms | gloo samples/s "
-             "| nosync ms | nosync samples/s | gloo/chorus | chorus/nosync |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| nosync ms | nosync samples/s | nocomm ms | gloo/chorus | chorus/nosync "
+             "| nocomm/nosync | chorus/nocomm |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for model, ranks, runs in cells:
         batch = models.MODELS[model][0]
         step = {mode: median_step(r) for mode, r in runs.items()}
@@ -75,10 +87,9 @@ def summary_table(cells):
         for mode in ("chorus", "gloo", "nosync"):
             s = step[mode]
             row += [fmt(s and s * 1e3, ".1f"), fmt(s and batch * ranks / s, ".0f")]
-        both = step["chorus"] and step["gloo"]
-        row.append(fmt(both and step["gloo"] / step["chorus"], ".2f"))
-        both = step["chorus"] and step["nosync"]
-        row.append(fmt(both and step["chorus"] / step["nosync"], ".2f"))
+        row.append(fmt(step["nocomm"] and step["nocomm"] * 1e3, ".1f"))
+        row += [ratio(step, "gloo", "chorus"), ratio(step, "chorus", "nosync"),
+                ratio(step, "nocomm", "nosync"), ratio(step, "chorus", "nocomm")]
         lines.append("| " + " | ".join(row) + " |")
     return lines + [""]
 
@@ -102,10 +113,10 @@ def runs_table(cells):
     lines = ["## Every run, in run order", "",
              "Step time in ms (slowest rank) / CPU time of rank 0 per step in ms (all its threads; "
              "below the step time when the rank waited for the others or for a core).", "",
-             "| model | ranks | chorus | gloo | nosync |", "|---|--:|---|---|---|"]
+             "| model | ranks | chorus | gloo | nosync | nocomm |", "|---|--:|---|---|---|---|"]
     for model, ranks, runs in cells:
         row = [" ".join("{:.1f}/{:.1f}".format(r["step_s"] * 1e3, r["info"]["cpu_s"] * 1e3) for r in runs[m]) or "-"
-               for m in ("chorus", "gloo", "nosync")]
+               for m in ("chorus", "gloo", "nosync", "nocomm")]
         lines.append("| {} | {} | {} |".format(model, ranks, " | ".join(row)))
     return lines + [""]
 

@@ -4,13 +4,19 @@
 Modes: `chorus` and `gloo` train DistributedDataParallel on that backend; `nosync` trains the
 plain model (no gradient synchronisation) and uses a gloo group only for the barriers that
 line the ranks up before and after the timed steps, so that in every mode all ranks compete
-for the cores during the whole timed window. A step is zero_grad + forward + cross-entropy +
-backward (DDP's all-reduces included) + SGD step; data preparation is outside the step.
+for the cores during the whole timed window. `nocomm` trains DistributedDataParallel (on a
+gloo group) with a communication hook that returns each bucket as it is: DDP's own work
+(copying the gradients into its buckets and back, its autograd hooks) without any backend.
+A step is zero_grad + forward + cross-entropy + backward (DDP's all-reduces included) + SGD
+step; data preparation is outside the step.
 
 Timeline: `warmup` steps (DDP builds and rebuilds its buckets here), barrier, `steps` timed
 steps, TRAIL untimed steps (so a rank that finishes early keeps loading its core while the
 others finish their timed steps), barrier. Prints one JSON line on stdout: the mean step time
 of this rank's timed steps, the last loss, and (rank 0) what the run used.
+
+Under `perf record --control=fifo:CTL,ACK -D -1` (ddp_profile.py) with PERF_CTL_FIFO=CTL and
+PERF_ACK_FIFO=ACK in the environment, the rank enables perf for the timed steps only.
 """
 
 import argparse
@@ -35,11 +41,32 @@ def loaded_blas():
     return ", ".join(sorted(paths)) or "unknown"
 
 
+def no_communication(state, bucket):
+    """A DDP communication hook that leaves the bucket as it is (each rank keeps its own gradients)."""
+    del state
+    done = torch.futures.Future()
+    done.set_result(bucket.buffer())
+    return done
+
+
+def perf_control(command):
+    """Sends `command` ("enable"/"disable") to the perf record this rank runs under, if any."""
+    ctl, ack = os.environ.get("PERF_CTL_FIFO"), os.environ.get("PERF_ACK_FIFO")
+    if not ctl:
+        return
+    with open(ctl, "w") as f:
+        f.write(command + "\n")
+    with open(ack) as f:
+        f.read(5)  # perf answers "ack\n" once the command took effect
+
+
 def train(args, rank):
     model = models.build(args.model)
     params = models.parameter_count(model)
     if args.mode != "nosync":
-        model = torch.nn.parallel.DistributedDataParallel(model)
+        model = torch.nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=args.bucket_view)
+    if args.mode == "nocomm":
+        model.register_comm_hook(None, no_communication)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     data = models.batches(args.model, rank, 4)
     losses = []
@@ -55,10 +82,12 @@ def train(args, rank):
     for i in range(args.warmup):
         step(i)
     dist.barrier()
+    perf_control("enable")
     start, cpu_start = time.perf_counter(), time.process_time()
     for i in range(args.steps):
         step(args.warmup + i)
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    perf_control("disable")
     for i in range(TRAIL):
         step(args.warmup + args.steps + i)
     dist.barrier()
@@ -68,16 +97,17 @@ def train(args, rank):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", choices=sorted(models.MODELS), required=True)
-    parser.add_argument("--mode", choices=["chorus", "gloo", "nosync"], required=True)
+    parser.add_argument("--mode", choices=["chorus", "gloo", "nosync", "nocomm"], required=True)
     parser.add_argument("--store", required=True, help="path of the FileStore for this run")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--warmup", type=int, required=True)
+    parser.add_argument("--bucket-view", action="store_true", help="DDP(gradient_as_bucket_view=True)")
     args = parser.parse_args()
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)
     if args.mode == "chorus":
         import chorus_torch  # noqa: F401  (registers the backend)
-    backend = "gloo" if args.mode == "nosync" else args.mode
+    backend = "chorus" if args.mode == "chorus" else "gloo"
     dist.init_process_group(backend, init_method="file://" + args.store, rank=rank, world_size=size)
     step_s, cpu_s, loss, params = train(args, rank)
     report = {"rank": rank, "step_s": step_s, "cpu_s": cpu_s, "loss": loss}
