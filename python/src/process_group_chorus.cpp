@@ -3,6 +3,7 @@
 // gather_scatter.cpp.
 #include "process_group_chorus.hpp"
 
+#include "shared_storage.hpp"
 #include "tensor_staging.hpp"
 
 namespace chorus_torch {
@@ -21,6 +22,7 @@ ProcessGroupChorus::ProcessGroupChorus(int rank, int size, const std::string& st
   group_ = std::make_shared<GroupState>(chorus::Communicator::init(options));
   completions_ = std::make_unique<CompletionQueue>();
   watchdog_ = std::make_unique<Watchdog>();
+  shared_buckets_ = shared_buckets_from_env();
 }
 
 // The queue completes every outstanding work (the watchdog still expiring those
@@ -83,8 +85,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce(std::vector<at::Ten
   const Wire wire = wire_of(tensors[0], "allreduce");
   const chorus::ReduceOp op = wire_op(opts.reduceOp, tensors[0].scalar_type(), "allreduce");
   at::Tensor buf = contiguous_output(tensors[0]);
-  auto request = comm("allreduce", opts.timeout)
-                     .iall_reduce(buf.data_ptr(), buf.data_ptr(), wire.count(buf), wire.dtype, op);
+  chorus::Communicator& communicator = comm("allreduce", opts.timeout);
+  if (shared_buckets_ && wants_shared_storage(buf)) move_into_shared_storage(buf, communicator);
+  auto request =
+      communicator.iall_reduce(buf.data_ptr(), buf.data_ptr(), wire.count(buf), wire.dtype, op);
   return track(c10d::OpType::ALLREDUCE, opts.timeout, request, tensors, {buf},
                copy_back(tensors[0], buf));
 }

@@ -98,6 +98,7 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
 
   std::shared_ptr<chorus::StoreServer> server_;
   std::shared_ptr<GroupState> group_;
+  bool shared_buckets_ = false;  ///< CHORUS_TORCH_SHARED_BUCKETS (shared_storage.hpp)
   std::unique_ptr<CompletionQueue> completions_;
   std::unique_ptr<Watchdog> watchdog_;
 };

@@ -61,3 +61,48 @@ def test_ddp_matches_single_process_and_gloo(size):
     for rank in range(1, size):
         assert all(torch.equal(a, b) for a, b in zip(ours[0], ours[rank]))
 
+
+
+def _wide_model():
+    torch.manual_seed(1)
+    return torch.nn.Sequential(torch.nn.Linear(8, 160), torch.nn.Tanh(), torch.nn.Linear(160, 160),
+                               torch.nn.ReLU(), torch.nn.Linear(160, 4))
+
+
+def _ddp_wide_rank(rank, size):
+    # Default buckets: one of ~100 KB, past the size CHORUS_TORCH_SHARED_BUCKETS moves.
+    model = DistributedDataParallel(_wide_model())
+    per = GLOBAL_BATCH // size
+    shards = []
+    for step in range(STEPS):
+        x, y = _batch(step)
+        shards.append((x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]))
+    params = _train(model, shards)
+    group = dist.distributed_c10d._get_default_group()
+    return params, group.last_algorithm() if hasattr(group, "last_algorithm") else None
+
+
+@pytest.mark.parametrize("shared", ["0", "1"])
+def test_ddp_buckets_in_shared_memory(shared, monkeypatch):
+    """CHORUS_TORCH_SHARED_BUCKETS=1 moves DDP's buckets into host-shared memory: the
+    all-reduces run in place in the peers' buckets (shm_window) and train exactly as gloo."""
+    monkeypatch.setenv("CHORUS_TORCH_SHARED_BUCKETS", shared)
+    ours = run_ranks(_ddp_wide_rank, 2, "chorus")
+    gloo = run_ranks(_ddp_wide_rank, 2, "gloo")
+    reference = _train(_wide_model(), [_batch(step) for step in range(STEPS)])
+    for rank in range(2):
+        params, algorithm = ours[rank]
+        assert algorithm == ("shm_window" if shared == "1" else "shm_direct"), algorithm
+        for mine, ref, theirs in zip(params, reference, gloo[rank][0]):
+            assert torch.allclose(mine, ref, rtol=1e-4, atol=1e-5), (mine - ref).abs().max()
+            assert torch.allclose(mine, theirs, rtol=1e-5, atol=1e-6), (mine - theirs).abs().max()
+
+
+def _bad_setting_rank(rank, size):
+    return None
+
+
+def test_shared_buckets_setting_is_checked(monkeypatch):
+    monkeypatch.setenv("CHORUS_TORCH_SHARED_BUCKETS", "yes")
+    with pytest.raises(AssertionError, match="CHORUS_TORCH_SHARED_BUCKETS"):
+        run_ranks(_bad_setting_rank, 2, "chorus", timeout=60)
