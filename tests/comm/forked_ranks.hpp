@@ -168,6 +168,36 @@ inline std::string forked_ranks_failures(const ForkedRanks& job, const RankBody&
   return why;
 }
 
+/// Rank 1 SIGKILLs itself 100-300 ms in while every rank repeats the call that `prepare(c)`
+/// returns; every other rank must fail with RemoteError naming rank 1 within 2 s, and
+/// `after(c)` (may be empty) checks what else must hold then. Returns the wait statuses.
+inline std::vector<int> run_with_killed_peer(
+    const ForkedRanks& job, const std::function<std::function<void()>(Communicator&)>& prepare,
+    const std::function<void(Communicator&)>& after = {}) {
+  return run_forked_ranks(job, [&](Communicator& c, SharedPage& page) {
+    const std::function<void()> call = prepare(c);
+    if (c.rank() == 1) {
+      std::thread([&page] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 + ::getpid() % 200));
+        page.killed_at_ns.store(monotonic_ns());
+        ::raise(SIGKILL);
+      }).detach();
+    }
+    try {
+      for (int i = 0; i < 100000; ++i) call();
+      rank_check(false, "no call failed");
+    } catch (const Error& e) {
+      const long long waited = monotonic_ns() - page.killed_at_ns.load();
+      const std::string what = "rank " + std::to_string(c.rank()) + ": " + e.what();
+      rank_check(e.status() == Status::RemoteError, what);
+      rank_check(std::string(e.what()).find("rank 1") != std::string::npos, what);
+      rank_check(page.killed_at_ns.load() > 0 && waited < 2'000'000'000LL,
+                 what + " after " + std::to_string(waited / 1000000) + " ms");
+      if (after) after(c);
+    }
+  });
+}
+
 /// For ForkedRanks::before_join: makes this process's memory unreadable to its peers
 /// (cross-memory reads fail with EPERM): not dumpable, and without CAP_SYS_PTRACE
 /// (which would override that for root).
