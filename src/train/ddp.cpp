@@ -13,10 +13,17 @@ namespace chorus::train {
 
 namespace {
 
-/// `count` fp32 zeros in comm's shared memory (collective), freed when the tensor goes.
+/// `count` fp32 zeros in comm's shared memory (collective), freed when the tensor goes; in
+/// ordinary memory when the host's shared memory cannot hold them (a small /dev/shm): that
+/// failure reaches every rank alike (alloc_shared agrees on it), so all fall back together.
 torch::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count) {
   const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
-  void* data = comm.alloc_shared(bytes);
+  void* data = nullptr;
+  try {
+    data = comm.alloc_shared(bytes);
+  } catch (const Error& e) {
+    if (e.status() != Status::SystemError) throw;
+  }
   if (!data) return torch::zeros({count}, torch::kFloat);
   std::memset(data, 0, bytes);
   return torch::from_blob(

@@ -12,8 +12,11 @@
 #include "forked_ranks.hpp"
 #include "reduction_checks.hpp"
 
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -158,6 +161,38 @@ TEST(WindowAllocation, DifferentSizesAndZero) {
                   rank_check(e.status() == Status::InvalidArgument, e.what());
                 }
               }
+            }),
+            "");
+}
+
+// Rank 0 cannot create the segment (its file-size limit is below it, as with a full
+// /dev/shm): every rank fails with a SystemError naming rank 0, nothing is left behind, and
+// a request that fits works afterwards.
+TEST(WindowAllocation, CreationFailureReachesEveryRank) {
+  ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};
+  EXPECT_EQ(forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
+              if (c.rank() == 0) {
+                std::signal(SIGXFSZ, SIG_IGN);  // ftruncate past the limit fails with EFBIG
+                rlimit limit{1 << 20, 1 << 20};
+                rank_check(::setrlimit(RLIMIT_FSIZE, &limit) == 0, "setrlimit");
+              }
+              try {
+                c.alloc_shared(std::size_t{4} << 20);
+                rank_check(false, "alloc_shared beyond rank 0's limit did not throw");
+              } catch (const Error& e) {
+                rank_check(e.status() == Status::SystemError, e.what());
+                rank_check(std::string(e.what()).find("rank 0 could not create") !=
+                               std::string::npos,
+                           e.what());
+              }
+              auto* p = static_cast<float*>(c.alloc_shared(64 * 1024));
+              rank_check(p != nullptr, "a request that fits failed");
+              for (int i = 0; i < 16 * 1024; ++i) p[i] = static_cast<float>(c.rank());
+              c.all_reduce(p, p, 16 * 1024, DataType::Float32, ReduceOp::Sum);
+              rank_check(p[16 * 1024 - 1] == 3.0f && c.last_algorithm() == "shm_window",
+                         "all-reduce in the window after a failed allocation ran " +
+                             c.last_algorithm());
+              c.free_shared(p);
             }),
             "");
 }

@@ -5,6 +5,11 @@
 
 #include <chorus/error.hpp>
 
+#include <sys/resource.h>
+
+#include <csignal>
+#include <functional>
+
 namespace chorus::train::testing {
 namespace {
 
@@ -23,6 +28,8 @@ struct RunConfig {
   int hidden = kHidden;
   /// When set: the algorithm every rank's last all-reduce of each step must have run.
   std::string algorithm = {};
+  /// When set: runs on every rank right before its DDP is made.
+  std::function<void(int rank)> before_ddp = {};
 
   static DdpOptions small_buckets() {
     DdpOptions o;  // several buckets even for this small model: exercises launch ordering
@@ -68,6 +75,7 @@ std::vector<std::vector<torch::Tensor>> ddp_training(const Data& d, const RunCon
   std::vector<std::vector<torch::Tensor>> result(static_cast<std::size_t>(n));
   run_ranks(n, [&](int rank, chorus::Communicator& comm) {
     auto model = models[static_cast<std::size_t>(rank)];
+    if (c.before_ddp) c.before_ddp(rank);
     DistributedDataParallel ddp(model, comm, c.options);
     auto opt = make_optimizer(c.adam, model->parameters());
     const auto first = share_begin(c.sizes, rank);
@@ -162,6 +170,27 @@ TEST(DdpEquivalence, SharedBucketsAllReduceInPlace) {
   c.options.shared_buckets = false;
   c.algorithm = "shm_direct";
   expect_equivalent(c, 1e-5);
+}
+
+// When the host's shared memory cannot hold the buckets (here the creating rank's file-size
+// limit, as with a small /dev/shm), every rank keeps them in ordinary memory and trains the same.
+TEST(DdpEquivalence, SharedBucketsFallBackToOrdinaryMemory) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // the limit fails ftruncate (EFBIG)
+  RunConfig c{{12, 12}};
+  c.options = DdpOptions{};
+  c.hidden = 80;
+  c.algorithm = "shm_direct";
+  c.before_ddp = [&saved](int rank) {
+    rlimit small{16 * 1024, saved.rlim_max};  // the communicators' arenas exist already
+    if (rank == 0) {
+      ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    }
+  };
+  expect_equivalent(c, 1e-5);
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
 }
 
 TEST(DdpEquivalence, CompressedGradients) {
