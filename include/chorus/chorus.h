@@ -80,8 +80,8 @@ CHORUS_API chorusResult_t chorusCommRank(chorusComm_t comm, int* rank);
 CHORUS_API chorusResult_t chorusCommSize(chorusComm_t comm, int* size);
 
 /* Collective: `bytes` bytes for this rank (sizes may differ between ranks), 64-byte aligned,
- * in memory the ranks of one host share; all-reduces on buffers inside it on every rank
- * work in place in the peers' memory (algorithm "shm_window"). Ordinary memory when the
+ * in memory the ranks of one host share; all-reduces, reduce-scatters and all-gathers on
+ * buffers inside it on every rank work in place in the peers' memory (algorithm "shm_window"). Ordinary memory when the
  * ranks do not all share a host. bytes == 0: *ptr = NULL. Memory not freed goes with the
  * communicator. */
 CHORUS_API chorusResult_t chorusMemAlloc(chorusComm_t comm, size_t bytes, void** ptr);

@@ -85,9 +85,9 @@ class CHORUS_EXPORT Communicator {
 
   /// Collective: `bytes` bytes for this rank (ranks may ask for different sizes) in memory
   /// the ranks of this host share, 64-byte aligned. When every rank lives on one host with
-  /// shared memory, all-reduces whose buffers lie in such memory on every rank read and
-  /// write the peers' buffers directly (algorithm "shm_window"), with no copy through the
-  /// arena; otherwise (other hosts, CHORUS_TRANSPORT=tcp) it is ordinary memory. Zero
+  /// shared memory, all-reduces, reduce-scatters and all-gathers whose buffers lie in such
+  /// memory on every rank read and write the peers' buffers directly (algorithm
+  /// "shm_window"), with no copy through the arena; otherwise (other hosts, CHORUS_TRANSPORT=tcp) it is ordinary memory. Zero
   /// bytes returns nullptr. Call it, like a collective, in the same order on every rank.
   /// Memory not freed goes with the communicator.
   void* alloc_shared(std::size_t bytes);

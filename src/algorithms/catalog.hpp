@@ -85,11 +85,13 @@ bool accepts_cma(const CollectiveArgs& args, int nranks);
 
 // shm_window: collectives on buffers inside the communicator's shared windows
 // (transport/shm/windows.hpp) read and write the peers' buffers in place
-// (allreduce/shm_window.cpp); when some rank's buffers lie outside, they run their
+// (algorithms/window.hpp); when some rank's buffers lie outside, they run their
 // shm_direct counterpart (named in args.ran_as).
 void allreduce_shm_window(transport::Transport& transport, const CollectiveArgs& args);
-/// Accepts when args.host_arena, args.shared_windows and the call is larger than one
-/// arena round's small-message path.
+void reduce_scatter_shm_window(transport::Transport& transport, const CollectiveArgs& args);
+void allgather_shm_window(transport::Transport& transport, const CollectiveArgs& args);
+/// Accepts when args.host_arena, args.shared_windows and a rank's larger buffer holds more
+/// than kMinWindowBytes (algorithms/window.hpp).
 bool accepts_shared_window(const CollectiveArgs& args, int nranks);
 
 // Building blocks (n >= 2), with blocks cut by patterns::block_of(total, n, i).

@@ -160,12 +160,21 @@ double cma_cost(Collective collective, const Shape& s, double m, const CostParam
   return c.arena.time(syncs, local + kKernelCopyFactor * kernel) + reduced * c.gamma;
 }
 
-// shm_window: the cards and "all written" are arena synchronisations; each rank reads
-// the message once (its slice of every input) and writes it once (its slice of every
-// output). Only all-reduce.
+// shm_window: the cards and "done" are arena synchronisations, and bytes go straight
+// between the ranks' buffers. All-reduce: each rank reads the message once (its slice of
+// every input) and writes it once (its slice of every output). Reduce-scatter (m a block):
+// n blocks read, one written. All-gather: n blocks copied.
 double window_cost(Collective collective, const Shape& s, double m, const CostParameters& c) {
-  if (collective != C::AllReduce) return std::numeric_limits<double>::infinity();
-  return c.arena.time(2, 2 * m) + (s.n - 1) / s.n * m * c.gamma;
+  switch (collective) {
+    case C::AllReduce:
+      return c.arena.time(2, 2 * m) + (s.n - 1) / s.n * m * c.gamma;
+    case C::ReduceScatter:
+      return c.arena.time(2, (s.n + 1) / 2 * m) + (s.n - 1) * m * c.gamma;
+    case C::AllGather:
+      return c.arena.time(2, s.n * m);
+    default:
+      return std::numeric_limits<double>::infinity();
+  }
 }
 
 double terms_cost(const CostTerms& t, const LinkCost& link, double gamma) {

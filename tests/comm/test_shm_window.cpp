@@ -1,8 +1,8 @@
 // Shared windows (Communicator::alloc_shared, transport/shm/windows.hpp) and the
-// shm_window all-reduce (src/algorithms/allreduce/shm_window.cpp), across forked
-// processes: ranks {1, 2, 3, 5, 8} x every dtype and op x counts 0, 1, 7, 1501, 9001
-// and an odd count of several MiB x in place, checked against reference.hpp, with the
-// algorithm that ran; buffers in a window on some ranks only (or freed on one) run
+// shm_window all-reduce, reduce-scatter and all-gather (src/algorithms/window.hpp),
+// across forked processes: ranks {1, 2, 3, 5, 8} x every dtype and op x small and odd
+// counts and several MiB x in place, checked against reference.hpp, with the algorithm
+// that ran; buffers in a window on some ranks only (or freed on one) run
 // shm_direct and still agree; ranks may ask for different sizes (or none); freeing
 // checks its pointer; over TCP the memory is ordinary and still works; a peer killed
 // in the middle of window all-reduces fails the others with RemoteError naming it.
@@ -61,6 +61,59 @@ void all_reduce_into(Communicator& c, DataType t, ReduceOp op, std::size_t count
   }
 }
 
+/// Reduce-scatter of `count` elements per rank with buffers in the window at `base`
+/// (input) and `out` (output; in place: base + rank's block), checked against the
+/// reference reduction of the whole input vector.
+void reduce_scatter_into(Communicator& c, DataType t, ReduceOp op, std::size_t count,
+                         unsigned char* base, unsigned char* out) {
+  const std::size_t size = dtype_size(t);
+  const std::size_t n = static_cast<std::size_t>(c.size());
+  const auto input = make_input(c.rank(), count * n, t, op);
+  if (count > 0) std::memcpy(base, input.data(), input.size());
+  const bool in_place = out == base + c.rank() * count * size;
+  const std::string what = case_label("reducescatter", t, op, count, in_place);
+  c.reduce_scatter(base, out, count, t, op);
+  const bool window = accumulation_type(t, op) == t && count * size * n > kWindowAbove;
+  if (c.size() > 1 && count > 0) {
+    const std::string want = window ? "shm_window" : "shm_direct";
+    rank_check(c.last_algorithm() == want, what + " ran " + c.last_algorithm());
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const double have = decode(t, out + i * size);
+    const double want = expected_reduction(c.size(), c.rank() * count + i, t, op);
+    if (have != want) {
+      rank_check(false, what + ": element " + std::to_string(i) + " is " + std::to_string(have) +
+                            ", expected " + std::to_string(want));
+      return;
+    }
+  }
+}
+
+/// All-gather of `count` elements per rank: block j of the output must be rank j's block.
+void all_gather_into(Communicator& c, DataType t, std::size_t count, unsigned char* send,
+                     unsigned char* out) {
+  const std::size_t size = dtype_size(t);
+  auto block = [&](int r, std::size_t i) {
+    return static_cast<double>((static_cast<std::size_t>(r) * 31 + i * 7) % 100);
+  };
+  for (std::size_t i = 0; i < count; ++i) encode(block(c.rank(), i), t, send + i * size);
+  const bool in_place = send == out + c.rank() * count * size;
+  const std::string what = case_label("allgather", t, ReduceOp::Sum, count, in_place);
+  c.all_gather(send, out, count, t);
+  if (c.size() > 1 && count > 0) {
+    const std::string want = count * size * c.size() > kWindowAbove ? "shm_window" : "shm_direct";
+    rank_check(c.last_algorithm() == want, what + " ran " + c.last_algorithm());
+  }
+  for (int r = 0; r < c.size(); ++r) {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (decode(t, out + (r * count + i) * size) != block(r, i)) {
+        rank_check(false, what + ": block " + std::to_string(r) + " element " + std::to_string(i));
+        return;
+      }
+    }
+  }
+}
+
 /// Every dtype x op x count, in place and not alternating, in one window of two halves.
 void sweep(Communicator& c, SharedPage&) {
   const std::size_t half = kLargeCount * 8;
@@ -85,6 +138,27 @@ void sweep(Communicator& c, SharedPage&) {
     all_reduce_into(c, t, op, kLargeCount, base, in_place ? base : base + half,
                     window_algorithm(t, op, kLargeCount));
   }
+  // Reduce-scatter and all-gather: counts per rank, every dtype (x op), in place alternating.
+  const std::size_t n = static_cast<std::size_t>(c.size());
+  for (DataType t : kAllTypes) {
+    const std::size_t size = dtype_size(t);
+    for (ReduceOp op : kAllOps) {
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{5001}}) {
+        const bool in_place = ++k % 2 == 0;
+        reduce_scatter_into(c, t, op, count, base,
+                            in_place ? base + c.rank() * count * size : base + half);
+      }
+    }
+    for (std::size_t count : {std::size_t{0}, std::size_t{3}, std::size_t{9001}}) {
+      const bool in_place = ++k % 2 == 0;
+      unsigned char* out = base + half;
+      all_gather_into(c, t, count, in_place ? out + c.rank() * count * size : base, out);
+    }
+  }
+  reduce_scatter_into(c, DataType::Float32, ReduceOp::Avg, kLargeCount / n, base, base + half);
+  reduce_scatter_into(c, DataType::Int64, ReduceOp::Sum, kLargeCount / n, base,
+                      base + c.rank() * (kLargeCount / n) * 8);
+  all_gather_into(c, DataType::Float64, kLargeCount / n, base, base + half);
   c.free_shared(base);
 }
 
