@@ -3,6 +3,7 @@
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <cstring>
@@ -67,6 +68,18 @@ WindowCall::WindowCall(transport::Transport& transport, const CollectiveArgs& ar
     send_[j] = arena_.windows().part(send_id, static_cast<int>(j)) + cards[j].send;
     recv_[j] = arena_.windows().part(recv_id, static_cast<int>(j)) + cards[j].recv;
   }
+}
+
+void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const {
+  const int n = arena_.size();
+  const int r = arena_.rank();
+  auto input = [&](int j) { return element_at(send(j), first, args_.dtype); };
+  const int next = (r + 1) % n;
+  reduce_into(out, input(r), input(next), count, args_.dtype, args_.op);
+  for (int k = (next + 1) % n; k != r; k = (k + 1) % n) {
+    reduce_inplace(out, input(k), count, args_.dtype, args_.op);
+  }
+  if (args_.average_folded) finalize_average(out, count, args_.dtype, n);
 }
 
 void WindowCall::finish() {

@@ -39,6 +39,10 @@ class WindowCall {
   /// Rank j's send and receive buffers (usable calls only).
   const std::byte* send(int j) const { return send_[static_cast<std::size_t>(j)]; }
   std::byte* recv(int j) const { return recv_[static_cast<std::size_t>(j)]; }
+  /// out = elements [first, first + count) of every rank's input reduced with args.op (this
+  /// rank's first, then the next ones in ring order), divided by the rank count when the
+  /// call is an average.
+  void reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const;
   /// Posts that this rank is done with every buffer and waits until every rank is.
   void finish();
 

@@ -16,7 +16,6 @@
 #include "algorithms/patterns/blocks.hpp"
 #include "algorithms/window.hpp"
 #include "core/copy.hpp"
-#include "core/reduce.hpp"
 
 #include <algorithm>
 
@@ -32,14 +31,8 @@ void reduce_and_scatter_slice(const WindowCall& call, const CollectiveArgs& args
   for (std::size_t done = 0; done < own.count; done += chunk) {
     const std::size_t first = own.offset + done;
     const std::size_t c = std::min(chunk, own.count - done);
-    auto input = [&](int j) { return element_at(call.send(j), first, args.dtype); };
     std::byte* out = element_at(call.recv(r), first, args.dtype);
-    const int next = (r + 1) % n;
-    reduce_into(out, input(r), input(next), c, args.dtype, args.op);
-    for (int k = (next + 1) % n; k != r; k = (k + 1) % n) {
-      reduce_inplace(out, input(k), c, args.dtype, args.op);
-    }
-    if (args.average_folded) finalize_average(out, c, args.dtype, n);
+    call.reduce_inputs(first, c, out);
     for (int step = 1; step < n; ++step) {
       copy_bytes(element_at(call.recv((r + step) % n), first, args.dtype), out,
                  bytes_of(c, args.dtype));

@@ -9,7 +9,6 @@
 #include "algorithms/cma.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/window.hpp"
-#include "core/reduce.hpp"
 
 #include <algorithm>
 
@@ -32,14 +31,7 @@ void reduce_scatter_shm_window(transport::Transport& transport, const Collective
   const std::size_t own = static_cast<std::size_t>(r) * args.count;
   for (std::size_t done = 0; done < args.count; done += chunk) {
     const std::size_t c = std::min(chunk, args.count - done);
-    auto input = [&](int j) { return element_at(call.send(j), own + done, args.dtype); };
-    std::byte* out = element_at(call.recv(r), done, args.dtype);
-    const int next = (r + 1) % n;
-    reduce_into(out, input(r), input(next), c, args.dtype, args.op);
-    for (int k = (next + 1) % n; k != r; k = (k + 1) % n) {
-      reduce_inplace(out, input(k), c, args.dtype, args.op);
-    }
-    if (args.average_folded) finalize_average(out, c, args.dtype, n);
+    call.reduce_inputs(own + done, c, element_at(call.recv(r), done, args.dtype));
   }
   if (args.average_folded) *args.average_folded = true;
   call.finish();
