@@ -64,12 +64,6 @@ bool accepts_cma(const CollectiveArgs& args, int /*nranks*/) {
   return args.host_arena && args.allow_cma;
 }
 
-void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
-                            void (*counterpart)(transport::Transport&, const CollectiveArgs&)) {
-  if (args.ran_as) *args.ran_as = "shm_direct";
-  counterpart(transport, args);
-}
-
 std::byte* cma_scratch(std::size_t bytes) {
   thread_local std::unique_ptr<std::max_align_t[]> buffer;
   thread_local std::size_t capacity = 0;

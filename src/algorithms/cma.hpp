@@ -85,11 +85,6 @@ class CmaCall {
   bool usable_ = false;
 };
 
-/// Runs `counterpart`, the shm_direct algorithm of the same collective, for a cma call
-/// whose reads are unusable, and names it in args.ran_as.
-void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
-                            void (*counterpart)(transport::Transport&, const CollectiveArgs&));
-
 /// A per-thread buffer of at least `bytes` bytes, reused across calls (no page
 /// faults per call), aligned for every dtype.
 std::byte* cma_scratch(std::size_t bytes);

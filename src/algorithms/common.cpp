@@ -189,4 +189,10 @@ bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& 
   return single;
 }
 
+void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
+                            void (*counterpart)(transport::Transport&, const CollectiveArgs&)) {
+  if (args.ran_as) *args.ran_as = "shm_direct";
+  counterpart(transport, args);
+}
+
 }  // namespace chorus::algorithms

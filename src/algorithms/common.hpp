@@ -104,4 +104,10 @@ const void* alltoallv_input(const CollectiveArgs& args, Scratch* snapshot);
 /// send to recv where the collective moves data). True when the call is done.
 bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& args);
 
+/// Runs `counterpart`, the shm_direct algorithm of the same collective, for a call the
+/// selected algorithm cannot serve after all (cma reads forbidden, buffers outside the
+/// shared windows), and names it in args.ran_as.
+void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
+                            void (*counterpart)(transport::Transport&, const CollectiveArgs&));
+
 }  // namespace chorus::algorithms

@@ -6,6 +6,7 @@
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace chorus::algorithms {
@@ -68,6 +69,10 @@ WindowCall::WindowCall(transport::Transport& transport, const CollectiveArgs& ar
     send_[j] = arena_.windows().part(send_id, static_cast<int>(j)) + cards[j].send;
     recv_[j] = arena_.windows().part(recv_id, static_cast<int>(j)) + cards[j].recv;
   }
+}
+
+std::size_t WindowCall::chunk_elements() const {
+  return std::max<std::size_t>(1, kWindowChunkBytes / dtype_size(args_.dtype));
 }
 
 void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const {

@@ -39,6 +39,9 @@ class WindowCall {
   /// Rank j's send and receive buffers (usable calls only).
   const std::byte* send(int j) const { return send_[static_cast<std::size_t>(j)]; }
   std::byte* recv(int j) const { return recv_[static_cast<std::size_t>(j)]; }
+  /// Elements reduced at a time: kWindowChunkBytes of them (at least one), so that a chunk
+  /// of the output stays in cache while it is finished (and, all-reduce, copied out).
+  std::size_t chunk_elements() const;
   /// out = elements [first, first + count) of every rank's input reduced with args.op (this
   /// rank's first, then the next ones in ring order), divided by the rank count when the
   /// call is an average.
@@ -58,5 +61,7 @@ class WindowCall {
 /// Above this many bytes in a rank's larger buffer, the shm_window algorithms accept a call
 /// (below, the arena's one-round paths win).
 inline constexpr std::size_t kMinWindowBytes = 16 * 1024;
+/// Bytes of output the reducing shm_window algorithms finish at a time.
+inline constexpr std::size_t kWindowChunkBytes = 64 * 1024;
 
 }  // namespace chorus::algorithms

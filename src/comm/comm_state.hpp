@@ -42,10 +42,9 @@ struct CommState {
   std::vector<std::uint64_t> send_seq, recv_seq;  ///< per peer
 
   std::atomic<bool> aborted{false};
-  // Memory from alloc_shared (comm/shared_memory.cpp).
+  // alloc_shared's ordinary allocations (no arena; comm/shared_memory.cpp).
   std::mutex shared_mutex;
-  std::uint64_t windows_allocated = 0;  ///< window ids: the same count on every rank
-  std::vector<void*> plain_shared;      ///< alloc_shared's ordinary allocations (no arena)
+  std::vector<void*> plain_shared;
   mutable std::mutex error_mutex;
   std::string last_error;
   /// A registered algorithm's name (static storage). Written under error_mutex by the

@@ -4,8 +4,9 @@
 // every rank's part: the ranks agree on the largest request (an all-reduce), rank 0
 // creates the segment and broadcasts its name, every rank that asked for bytes maps it,
 // the ranks agree that all mappings worked (an all-reduce) and rank 0 unlinks the name.
-// The window then joins the arena's table under the next window id, which every rank
-// counts alike. Without an arena the memory is ordinary, and no rank communicates.
+// Every rank then takes the table's next window id, so ids stay aligned, and the ranks
+// with a part register it under that id. Without an arena the memory is ordinary, and no
+// rank communicates.
 #include "bootstrap/auth.hpp"
 #include "comm/comm_state.hpp"
 #include "transport/shm/host_arena.hpp"
@@ -57,17 +58,12 @@ void* Communicator::alloc_shared(std::size_t bytes) {
                                                " parts of " + std::to_string(most) +
                                                " bytes overflow the address space");
     }
-    std::uint64_t id;
-    {
-      std::lock_guard lock(s.shared_mutex);
-      id = ++s.windows_allocated;
-    }
     // Rank 0 creates the segment; an empty name tells the others it could not.
     std::array<char, kNameBytes> name{};
     std::shared_ptr<transport::shm::Segment> segment;
     std::string failure;
     if (s.rank == 0) {
-      const std::string made = "/chorus-w-" + auth::random_hex(12) + "-" + std::to_string(id);
+      const std::string made = "/chorus-w-" + auth::random_hex(16);
       try {
         segment = transport::shm::Segment::create(made, stride * static_cast<std::size_t>(s.size));
         std::memcpy(name.data(), made.data(), made.size());
@@ -99,7 +95,7 @@ void* Communicator::alloc_shared(std::size_t bytes) {
                       " could not map the shared segment" +
                       (failure.empty() ? std::string() : " (" + failure + ")"));
     }
-    arena->windows().mark_used();
+    const std::uint64_t id = arena->windows().next_id();
     if (bytes == 0) return nullptr;
     return arena->windows().add(id, std::move(segment), stride, bytes, s.rank);
   } catch (const Error& e) {

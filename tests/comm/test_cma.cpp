@@ -51,15 +51,8 @@ void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count
   const std::string what = case_label("allreduce", t, op, count, in_place);
   c.all_reduce(send.data(), out, count, t, op);
   expect_algorithm(c, count, what, algorithm);
-  for (std::size_t i = 0; i < count; ++i) {
-    const double have = decode(t, out + i * dtype_size(t));
-    const double want = expected_reduction(c.size(), i, t, op);
-    if (have != want) {
-      rank_check(false, what + ": element " + std::to_string(i) + " is " + std::to_string(have) +
-                            ", expected " + std::to_string(want));
-      return;
-    }
-  }
+  const std::string mismatch = first_reduction_mismatch(out, count, 0, c.size(), t, op);
+  rank_check(mismatch.empty(), what + mismatch);
 }
 
 /// Element i of rank r's block for broadcast and all-gather.

@@ -50,15 +50,8 @@ void all_reduce_into(Communicator& c, DataType t, ReduceOp op, std::size_t count
     rank_check(c.last_algorithm() == algorithm,
                what + " ran " + c.last_algorithm() + ", expected " + algorithm);
   }
-  for (std::size_t i = 0; i < count; ++i) {
-    const double have = decode(t, recv + i * dtype_size(t));
-    const double want = expected_reduction(c.size(), i, t, op);
-    if (have != want) {
-      rank_check(false, what + ": element " + std::to_string(i) + " is " + std::to_string(have) +
-                            ", expected " + std::to_string(want));
-      return;
-    }
-  }
+  const std::string mismatch = first_reduction_mismatch(recv, count, 0, c.size(), t, op);
+  rank_check(mismatch.empty(), what + mismatch);
 }
 
 /// Reduce-scatter of `count` elements per rank with buffers in the window at `base`
@@ -78,15 +71,9 @@ void reduce_scatter_into(Communicator& c, DataType t, ReduceOp op, std::size_t c
     const std::string want = window ? "shm_window" : "shm_direct";
     rank_check(c.last_algorithm() == want, what + " ran " + c.last_algorithm());
   }
-  for (std::size_t i = 0; i < count; ++i) {
-    const double have = decode(t, out + i * size);
-    const double want = expected_reduction(c.size(), c.rank() * count + i, t, op);
-    if (have != want) {
-      rank_check(false, what + ": element " + std::to_string(i) + " is " + std::to_string(have) +
-                            ", expected " + std::to_string(want));
-      return;
-    }
-  }
+  const std::string mismatch =
+      first_reduction_mismatch(out, count, c.rank() * count, c.size(), t, op);
+  rank_check(mismatch.empty(), what + mismatch);
 }
 
 /// All-gather of `count` elements per rank: block j of the output must be rank j's block.

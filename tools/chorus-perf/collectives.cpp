@@ -2,6 +2,7 @@
 #include "collectives.hpp"
 
 #include <array>
+#include <cstring>
 #include <utility>
 
 namespace chorus::perf {
@@ -137,6 +138,7 @@ void Storage::allocate(std::size_t bytes, Communicator* shared_from) {
   if (shared_from) {
     comm_ = shared_from;
     shared_ = static_cast<std::byte*>(shared_from->alloc_shared(bytes));
+    if (shared_) std::memset(shared_, 0, bytes);  // ordinary memory (no arena) comes uncleared
   } else {
     heap_.assign(bytes, std::byte{0});
   }

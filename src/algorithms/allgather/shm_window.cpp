@@ -6,7 +6,6 @@
 // rank: n - 1 (or n) blocks copied, against shm_direct's own block copied in and n
 // blocks copied out.
 #include "algorithms/catalog.hpp"
-#include "algorithms/cma.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/window.hpp"
 #include "core/copy.hpp"

@@ -11,7 +11,6 @@
 // one rank, so all ranks hold the same bits. Memory traffic per rank: the message read
 // once and written once, against shm_direct's copy in, reduction and copy out.
 #include "algorithms/catalog.hpp"
-#include "algorithms/cma.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "algorithms/window.hpp"
@@ -22,12 +21,9 @@
 namespace chorus::algorithms {
 namespace {
 
-/// Bytes reduced before they are copied out to the peers (stay in the cache meanwhile).
-constexpr std::size_t kChunkBytes = 64 * 1024;
-
 void reduce_and_scatter_slice(const WindowCall& call, const CollectiveArgs& args, int n, int r) {
   const auto own = patterns::block_of(args.count, n, r);
-  const std::size_t chunk = std::max<std::size_t>(1, kChunkBytes / dtype_size(args.dtype));
+  const std::size_t chunk = call.chunk_elements();
   for (std::size_t done = 0; done < own.count; done += chunk) {
     const std::size_t first = own.offset + done;
     const std::size_t c = std::min(chunk, own.count - done);

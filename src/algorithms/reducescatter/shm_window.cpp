@@ -6,19 +6,12 @@
 // block r of any rank's input is read by rank r alone. Memory traffic per rank: n blocks
 // read, one written, against shm_direct's n blocks copied in and n read back.
 #include "algorithms/catalog.hpp"
-#include "algorithms/cma.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/window.hpp"
 
 #include <algorithm>
 
 namespace chorus::algorithms {
-namespace {
-
-/// Elements of the output reduced over all inputs at a time (the output chunk stays in cache).
-constexpr std::size_t kChunkBytes = 64 * 1024;
-
-}  // namespace
 
 void reduce_scatter_shm_window(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
@@ -27,7 +20,7 @@ void reduce_scatter_shm_window(transport::Transport& transport, const Collective
   const std::size_t block = bytes_of(args.count, args.dtype);
   WindowCall call(transport, args, block * static_cast<std::size_t>(n), block);
   if (!call.usable()) return run_shm_direct_instead(transport, args, reduce_scatter_shm_direct);
-  const std::size_t chunk = std::max<std::size_t>(1, kChunkBytes / dtype_size(args.dtype));
+  const std::size_t chunk = call.chunk_elements();
   const std::size_t own = static_cast<std::size_t>(r) * args.count;
   for (std::size_t done = 0; done < args.count; done += chunk) {
     const std::size_t c = std::min(chunk, args.count - done);

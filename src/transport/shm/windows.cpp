@@ -10,7 +10,6 @@ std::byte* WindowTable::add(std::uint64_t id, std::shared_ptr<Segment> segment, 
   std::byte* mine = segment->base() + static_cast<std::size_t>(rank) * stride;
   std::lock_guard lock(mutex_);
   windows_.push_back({id, std::move(segment), stride, bytes});
-  ever_used_.store(true, std::memory_order_relaxed);
   return mine;
 }
 

@@ -3,9 +3,10 @@
 // read and write the peers' buffers directly instead of going through the arena.
 //
 // A window is one segment of size * stride bytes; rank r's part starts at r * stride.
-// Every rank maps the whole segment, so rank r finds rank j's part at its own
-// mapping's base + j * stride. Windows are numbered by the communicator in
-// allocation order (a collective call), so a window's id is the same on every rank.
+// Every rank with a part maps the whole segment, so rank r finds rank j's part at its
+// own mapping's base + j * stride. Windows are numbered in allocation order (a
+// collective call: every rank takes the next id, also one that asked for no bytes),
+// so a window's id is the same on every rank.
 // Freeing is local: a rank unmaps its mapping when it frees its part; the memory
 // returns to the system when the last rank has. A rank that freed window w never
 // names w again, so a call in which every rank names w finds it mapped everywhere.
@@ -31,6 +32,9 @@ struct WindowPlace {
 
 class WindowTable {
  public:
+  /// The id of a window every rank just allocated: the next number. Call once per
+  /// allocation on every rank, before add() on the ranks that keep a part.
+  std::uint64_t next_id() { return ids_.fetch_add(1, std::memory_order_relaxed) + 1; }
   /// Registers a mapped window; `stride` is the distance between two ranks' parts and
   /// `bytes` this rank's part. Returns this rank's part.
   std::byte* add(std::uint64_t id, std::shared_ptr<Segment> segment, std::size_t stride,
@@ -42,11 +46,9 @@ class WindowTable {
   WindowPlace find(const void* p, std::size_t bytes, int rank) const;
   /// Rank `r`'s part of window `id`, or nullptr when this rank has no such window.
   std::byte* part(std::uint64_t id, int r) const;
-  /// Records that the communicator allocated a window, also on a rank that took no part of
-  /// it (asked for 0 bytes): ever_used() must read the same on every rank.
-  void mark_used() { ever_used_.store(true, std::memory_order_relaxed); }
-  /// Whether a window was ever allocated (never goes back to false: selection uses it).
-  bool ever_used() const { return ever_used_.load(std::memory_order_relaxed); }
+  /// Whether a window was ever allocated (never goes back to false: selection uses it; the
+  /// same on every rank, since every rank takes every id).
+  bool ever_used() const { return ids_.load(std::memory_order_relaxed) > 0; }
 
  private:
   struct Window {
@@ -57,7 +59,7 @@ class WindowTable {
   };
   mutable std::mutex mutex_;
   std::vector<Window> windows_;
-  std::atomic<bool> ever_used_{false};
+  std::atomic<std::uint64_t> ids_{0};  ///< ids handed out so far
 };
 
 }  // namespace chorus::transport::shm
