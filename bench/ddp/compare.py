@@ -8,6 +8,12 @@ communication is measured at the same rank count (two ranks on two cores slow ea
 down even without communication). Every configuration runs --repeats times, interleaved;
 a run reports the median step time after its warm-up, the table the median over runs.
 
+Separate runs differ by up to 20% on a shared machine even without communication, so the
+overhead is also measured within one run: chorus-train --alternate-sync 1 takes synchronised
+and unsynchronised steps in turn (each unsynchronised step followed by an untimed barrier, so
+every step starts with the ranks together), and the ratio of the two medians is reported,
+median over runs.
+
     bench/ddp/compare.py --build build --ranks 2 --steps 60 --repeats 3
 """
 import argparse
@@ -22,6 +28,7 @@ sys.path.insert(0, HERE)
 import spawn  # noqa: E402
 
 SUMMARY = re.compile(r"summary steps=\d+ samples_per_s=([\d.]+) step_ms_median=([\d.]+)")
+UNSYNCED = re.compile(r"unsynced_step_ms_median=([\d.]+)")
 
 
 def parse_summary(output):
@@ -31,16 +38,25 @@ def parse_summary(output):
     return float(match.group(2))
 
 
-def run_chorus(args, no_sync):
+def run_chorus(args, no_sync=False, alternate=False):
+    steps = 2 * args.steps if alternate else args.steps
     command = [args.chorusrun, "-n", str(args.ranks), "--timeout", "600", args.chorus_train,
-               "--model", "mlp", "--steps", str(args.steps), "--batch", str(args.batch),
+               "--model", "mlp", "--steps", str(steps), "--batch", str(args.batch),
                "--hidden", str(args.hidden), "--layers", str(args.layers), "--no-eval",
-               "--log-every", str(args.steps), "--bucket-cap-mb", str(args.bucket_cap_mb)]
+               "--log-every", str(steps), "--bucket-cap-mb", str(args.bucket_cap_mb)]
     if no_sync:
         command.append("--no-sync")
+    if alternate:
+        command += ["--alternate-sync", "1"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=900)
-    return parse_summary(out.stdout)
+    synced = parse_summary(out.stdout)
+    if not alternate:
+        return synced
+    match = UNSYNCED.search(out.stdout)
+    if not match:
+        raise RuntimeError("no unsynced median in:\n" + out.stdout)
+    return synced / float(match.group(1))
 
 
 def run_torch(args, no_sync):
@@ -69,8 +85,9 @@ def main():
     configs = {
         "pytorch DDP (gloo)": lambda: run_torch(args, False),
         "pytorch no sync": lambda: run_torch(args, True),
-        "chorus DDP": lambda: run_chorus(args, False),
-        "chorus no sync": lambda: run_chorus(args, True),
+        "chorus DDP": lambda: run_chorus(args),
+        "chorus no sync": lambda: run_chorus(args, no_sync=True),
+        "chorus alternating": lambda: run_chorus(args, alternate=True),
     }
     times = {name: [] for name in configs}
     for _ in range(args.repeats):
@@ -83,6 +100,7 @@ def main():
           f"(5 warm-up), median of {args.repeats} runs")
     print(f"{'':22s} {'step ms':>9s} {'samples/s':>10s}   runs (step ms)")
     median = {}
+    paired = times.pop("chorus alternating")
     for name, values in times.items():
         median[name] = statistics.median(values)
         samples = args.batch * args.ranks / median[name] * 1e3
@@ -94,6 +112,10 @@ def main():
     print(f"throughput chorus / pytorch: {ratio:.2f}x (goal >= 1.3x)")
     print(f"chorus DDP step vs chorus no-sync: {100 * chorus_overhead:+.1f}% (goal <= +10%)")
     print(f"pytorch DDP step vs pytorch no-sync: {100 * torch_overhead:+.1f}%")
+    runs = " ".join(f"{100 * (v - 1):+.1f}%" for v in paired)
+    print(f"chorus DDP step vs unsynchronised steps in the same processes (--alternate-sync 1, "
+          f"{2 * args.steps} steps): {100 * (statistics.median(paired) - 1):+.1f}% "
+          f"(goal <= +10%; runs {runs})")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,10 @@ const std::map<std::string, Setter>& valued_options() {
        [](Options& o, const std::string& v) {
          o.threads = static_cast<int>(to_int("--threads", v, 1));
        }},
+      {"--alternate-sync",
+       [](Options& o, const std::string& v) {
+         o.alternate_sync = to_int("--alternate-sync", v, 1);
+       }},
       {"--log-every",
        [](Options& o, const std::string& v) { o.log_every = to_int("--log-every", v, 1); }},
       {"--hidden", [](Options& o, const std::string& v) { o.hidden = to_int("--hidden", v, 1); }},
@@ -125,6 +129,10 @@ Options parse_options(int argc, const char* const argv[]) {
       throw bad("option", word, "unknown (see --help)");
     }
   }
+  if (options.alternate_sync > 0 && options.no_sync) {
+    throw bad("--alternate-sync", std::to_string(options.alternate_sync),
+              "cannot be combined with --no-sync");
+  }
   if (options.resume && options.checkpoint.empty()) {
     throw bad("--resume", "", "needs --checkpoint path");
   }
@@ -141,6 +149,9 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --steps S              stop after S steps in total (0 = no limit)         [0]
   --lr X                 learning rate: mlp SGD+momentum 0.9, lstm Adam [0.05 / 0.003]
   --no-sync              same compute without gradient synchronisation (benchmark)
+  --alternate-sync K     blocks of K synchronised and K unsynchronised steps take turns
+                         in the same processes; the summary gives both step medians
+                         (benchmark: the replicas drift apart)
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --checkpoint PATH      save model, optimizer, step and sampler state at the end
   --checkpoint-every N   ... and every N steps

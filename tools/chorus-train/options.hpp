@@ -16,6 +16,10 @@ struct Options {
   std::int64_t steps = 0;  ///< --steps: stop after this many steps in total (0 = no limit)
   double lr = 0.0;         ///< --lr (0 = default: SGD 0.05 MLP, Adam 0.003 LSTM)
   bool no_sync = false;    ///< --no-sync: same compute, gradients not synchronised
+  /// --alternate-sync K: blocks of K synchronised steps alternate with blocks of K steps that
+  /// skip synchronisation (each followed by an untimed barrier), in the same processes; the
+  /// summary gives both medians (0 = off).
+  std::int64_t alternate_sync = 0;
   bool shared_buckets = true;  ///< --no-shared-buckets: buckets in ordinary memory
   std::string checkpoint;  ///< --checkpoint path: saved at the end (and every N steps)
   std::int64_t checkpoint_every = 0;  ///< --checkpoint-every N (0 = only at the end)

@@ -18,7 +18,7 @@ namespace chorus::train_tool {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t kWarmupSteps = 5;  ///< left out of the summary's step-time median
+constexpr std::size_t kWarmupSteps = 5;  ///< left out of the summary's step-time medians
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -42,7 +42,11 @@ struct Progress {
   std::int64_t samples = 0;
   double comm_seconds_at_start = 0;
   Clock::time_point start = Clock::now();
-  std::vector<double> step_seconds;
+  struct Step {
+    double seconds;
+    bool synced;  ///< false: a step of --alternate-sync's unsynchronised blocks
+  };
+  std::vector<Step> steps_taken;
 };
 
 class Trainer {
@@ -112,29 +116,40 @@ class Trainer {
     return true;
   }
 
+  /// With --alternate-sync, whether this step belongs to an unsynchronised block: the same
+  /// compute with DDP idle (its hooks do nothing while no backward is prepared), timed without
+  /// the barrier that follows it.
+  bool step_skips_sync() const {
+    return options_.alternate_sync > 0 && (step_ / options_.alternate_sync) % 2 == 1;
+  }
+
   void train_step(const std::vector<std::size_t>& indices) {
     const Batch batch = task_->batch(indices, true);
     const auto start = Clock::now();
+    train::DistributedDataParallel* ddp = step_skips_sync() ? nullptr : ddp_.get();
     optimizer_->zero_grad();
     const auto loss =
         torch::nn::functional::cross_entropy(task_->forward(batch.input), batch.target);
-    if (ddp_) ddp_->prepare_for_backward(static_cast<std::int64_t>(indices.size()));
+    if (ddp) ddp->prepare_for_backward(static_cast<std::int64_t>(indices.size()));
     loss.backward();
-    if (ddp_) ddp_->finish_gradient_sync();
-    clip_gradients();
+    if (ddp) ddp->finish_gradient_sync();
+    clip_gradients(ddp);
     optimizer_->step();
-    if (ddp_) ddp_->after_optimizer_step();
-    progress_.step_seconds.push_back(seconds_since(start));
+    if (ddp) ddp->after_optimizer_step();
+    progress_.steps_taken.push_back({seconds_since(start), ddp != nullptr || !ddp_});
+    // Untimed: every step of --alternate-sync starts with the ranks together, as a step after
+    // a synchronised one does, so no step pays for the drift of an unsynchronised one.
+    if (!ddp && ddp_) comm_.barrier();
     progress_.loss_sum += loss.item<double>();
     progress_.steps += 1;
     progress_.samples += static_cast<std::int64_t>(indices.size());
     ++step_;
   }
 
-  void clip_gradients() {
+  void clip_gradients(train::DistributedDataParallel* ddp) {
     if (task_->clip_norm() <= 0) return;
-    if (ddp_) {
-      ddp_->clip_grad_norm(task_->clip_norm());
+    if (ddp) {
+      ddp->clip_grad_norm(task_->clip_norm());
     } else {
       torch::nn::utils::clip_grad_norm_(task_->module()->parameters(), task_->clip_norm());
     }
@@ -161,19 +176,38 @@ class Trainer {
     progress_.start = Clock::now();
   }
 
-  /// Median step time (rank 0, warm-up left out) and the throughput it implies.
+  /// Median step time (rank 0, warm-up left out) and the throughput it implies; with
+  /// --alternate-sync also the unsynchronised steps' median.
   void summarize() {
-    auto times = progress_.step_seconds;
-    if (times.size() > 2 * kWarmupSteps) times.erase(times.begin(), times.begin() + kWarmupSteps);
-    if (times.empty()) return;
-    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-    const double median = times[times.size() / 2];
+    std::vector<double> synced, unsynced;
+    const auto& taken = progress_.steps_taken;
+    const std::size_t warmup = taken.size() > 2 * kWarmupSteps ? kWarmupSteps : 0;
+    for (std::size_t i = warmup; i < taken.size(); ++i) {
+      (taken[i].synced ? synced : unsynced).push_back(taken[i].seconds);
+    }
+    if (synced.empty()) return;
+    const double median = median_of(synced);
     char line[200];
     std::snprintf(line, sizeof line, "summary steps=%lld samples_per_s=%.1f step_ms_median=%.2f",
                   static_cast<long long>(step_),
                   static_cast<double>(options_.batch * comm_.size()) / median, median * 1e3);
-    say(line);
-    if (ddp_) say(std::string("replicas equal: ") + (ddp_->verify_replicas() ? "yes" : "NO"));
+    std::string text = line;
+    if (!unsynced.empty()) {
+      std::snprintf(line, sizeof line, " unsynced_step_ms_median=%.2f", median_of(unsynced) * 1e3);
+      text += line;
+    }
+    say(text);
+    if (!ddp_) return;
+    if (options_.alternate_sync > 0 && step_ > options_.alternate_sync) {
+      say("replicas equal: not checked (--alternate-sync lets them drift apart)");
+    } else {
+      say(std::string("replicas equal: ") + (ddp_->verify_replicas() ? "yes" : "NO"));
+    }
+  }
+
+  static double median_of(std::vector<double> values) {
+    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+    return values[values.size() / 2];
   }
 
   void save() {

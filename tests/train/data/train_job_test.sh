@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train under chorusrun (registered by CMakeLists.txt):
-#   train_job_test.sh CHORUSRUN CHORUS_TRAIN mlp|lstm|resume
+#   train_job_test.sh CHORUSRUN CHORUS_TRAIN mlp|lstm|resume|alternate
 # mlp/lstm: a short run exits 0, its loss falls, the replicas agree and the test metrics are
 # printed; mlp also runs as a single rank without chorusrun. resume: a run interrupted at
 # step 10 and resumed from its checkpoint prints the same per-step losses (9 significant
-# digits) as an uninterrupted run.
+# digits) as an uninterrupted run. alternate: --alternate-sync reports the medians of both
+# kinds of step and refuses --no-sync.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -58,6 +59,19 @@ case "$mode" in
     diff <(losses "$work/full" | awk '$1 > 10') <(losses "$work/second") ||
       fail "resumed losses differ from the uninterrupted run"
     [ "$(losses "$work/second" | wc -l)" -eq 10 ] || fail "expected 10 resumed steps"
+    ;;
+  alternate)
+    "$run" -n 3 --timeout 100 "$train" --model mlp --steps 16 --alternate-sync 2 --hidden 128 \
+      --layers 1 --no-eval --log-every 8 >"$work/log" || fail "--alternate-sync run exited with $?"
+    cat "$work/log"
+    grep -Eq "^summary steps=16 .*step_ms_median=[0-9.]+ unsynced_step_ms_median=[0-9.]+$" \
+      "$work/log" || fail "no summary with both medians"
+    grep -q "replicas equal: not checked" "$work/log" || fail "replicas should not be checked"
+    if "$train" --model mlp --steps 2 --alternate-sync 2 --no-sync >"$work/bad" 2>&1; then
+      fail "--alternate-sync with --no-sync was accepted"
+    fi
+    cat "$work/bad"
+    grep -q "cannot be combined with --no-sync" "$work/bad" || fail "unclear error: $(cat "$work/bad")"
     ;;
   *) fail "unknown mode $mode" ;;
 esac
