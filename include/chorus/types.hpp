@@ -46,11 +46,18 @@ enum class Status : int {
   InProgress = 8,
 };
 
+/// True when `value` names a DataType. (Inline: every call path asks, several times.)
+constexpr bool is_valid(DataType dtype) noexcept {
+  return static_cast<int>(dtype) >= 0 && static_cast<int>(dtype) < kNumDataTypes;
+}
+constexpr bool is_valid(ReduceOp op) noexcept {
+  return static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps;
+}
 /// Size in bytes of one element; 0 for a value outside the enum.
-CHORUS_EXPORT std::size_t dtype_size(DataType dtype) noexcept;
-/// True when `value` names a DataType.
-CHORUS_EXPORT bool is_valid(DataType dtype) noexcept;
-CHORUS_EXPORT bool is_valid(ReduceOp op) noexcept;
+constexpr std::size_t dtype_size(DataType dtype) noexcept {
+  constexpr std::size_t kSizes[kNumDataTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+  return is_valid(dtype) ? kSizes[static_cast<int>(dtype)] : 0;
+}
 /// Lower-case names: "int8" .. "float64"; "sum" .. "avg"; "success" .. "in progress".
 CHORUS_EXPORT std::string_view to_string(DataType dtype) noexcept;
 CHORUS_EXPORT std::string_view to_string(ReduceOp op) noexcept;

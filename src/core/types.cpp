@@ -6,7 +6,6 @@
 namespace chorus {
 namespace {
 
-constexpr std::array<std::size_t, kNumDataTypes> kSizes = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 constexpr std::array<std::string_view, kNumDataTypes> kTypeNames = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
 constexpr std::array<std::string_view, kNumReduceOps> kOpNames = {"sum", "prod", "max", "min", "avg"};
@@ -28,20 +27,6 @@ constexpr std::array<Alias, 8> kTypeAliases = {{{"fp16", DataType::Float16},
                                                  {"int", DataType::Int32}}};
 
 }  // namespace
-
-bool is_valid(DataType dtype) noexcept {
-  int v = static_cast<int>(dtype);
-  return v >= 0 && v < kNumDataTypes;
-}
-
-bool is_valid(ReduceOp op) noexcept {
-  int v = static_cast<int>(op);
-  return v >= 0 && v < kNumReduceOps;
-}
-
-std::size_t dtype_size(DataType dtype) noexcept {
-  return is_valid(dtype) ? kSizes[static_cast<int>(dtype)] : 0;
-}
 
 std::string_view to_string(DataType dtype) noexcept {
   return is_valid(dtype) ? kTypeNames[static_cast<int>(dtype)] : "unknown dtype";
