@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """PyTorch DDP step time on the chorus and gloo backends, against the same training with no
 gradient synchronisation at all (nosync) and DDP whose communication hook communicates nothing
-(nocomm: torch's own DDP work, what no backend can remove), in one invocation.
+(nocomm: torch's own DDP work, what no backend can remove), in one invocation; and chorus
+DDP taking synchronised and unsynchronised (no_sync) steps in turn within each run (paired),
+which measures the synchronisation's cost free of the spread between separate runs.
 
     PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_ddp/ddp_bench.py \\
-        [--models mlp,transformer,lstm] [--ranks 2,4] [--modes chorus,gloo,nosync,nocomm]
+        [--models mlp,transformer,lstm] [--ranks 2,4] [--modes chorus,gloo,nosync,nocomm,paired]
         [--steps 20] [--warmup 3] [--repeats 3] [--bucket-view]
 
 For every (model, ranks) cell the modes run interleaved, `repeats` times: chorus, gloo,
@@ -33,7 +35,7 @@ except ImportError:
     sys.exit("no torch in {}: run with /usr/bin/python3 (Debian's python3-torch)".format(sys.executable))
 import report  # noqa: E402
 
-MODES = ("chorus", "gloo", "nosync", "nocomm")
+MODES = ("chorus", "gloo", "nosync", "nocomm", "paired")
 MODEL_NAMES = ("mlp", "transformer", "lstm")
 
 
@@ -103,7 +105,10 @@ def launch(model, ranks, mode, args):
             except (ValueError, IndexError):
                 raise RunFailed("rank {} printed no report: {!r}".format(r, text[-200:]))
     info = ranks_out[0]
-    return {"step_s": max(o["step_s"] for o in ranks_out), "loss": info["loss"], "info": info}
+    run = {"step_s": max(o["step_s"] for o in ranks_out), "loss": info["loss"], "info": info}
+    if mode == "paired":
+        run["unsynced_s"] = max(o["unsynced_s"] for o in ranks_out)
+    return run
 
 
 def run_cell(model, ranks, args, failures):

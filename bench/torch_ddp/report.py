@@ -5,7 +5,9 @@ time; samples/s = per-rank batch * ranks / step time; gloo/chorus = gloo step / 
 (above 1 chorus is faster); chorus/nosync = chorus step / nosync step (1.00 means the gradient
 synchronisation costs nothing; the issue's goal is at most 1.10); nocomm/nosync = what torch's
 DDP costs by itself (bucket copies, hooks: no backend can remove it); chorus/nocomm = what the
-chorus backend adds to that.
+chorus backend adds to that; paired = the median over paired runs of (synchronised step /
+unsynchronised step) within one run, the same ratio as chorus/nosync without the spread between
+separate runs.
 """
 
 import os
@@ -21,6 +23,10 @@ LOSS_RTOL = 1e-3  # chorus and gloo sum the same gradients, only possibly in ano
 
 def median_step(runs):
     return statistics.median(r["step_s"] for r in runs) if runs else None
+
+
+def median_paired(runs):
+    return statistics.median(r["step_s"] / r["unsynced_s"] for r in runs) if runs else None
 
 
 def cpu_name():
@@ -58,7 +64,9 @@ def header(cells, args, minutes):
         "mean step time. gloo/chorus above 1: chorus faster. chorus/nosync: the cost of "
         "gradient synchronisation (goal <= 1.10). nocomm: DDP with a communication hook that "
         "communicates nothing, so nocomm/nosync is torch DDP's own cost and chorus/nocomm what "
-        "the backend adds.".format(args.warmup, args.steps, args.repeats, ", ".join(args.modes)),
+        "the backend adds. paired: chorus DDP taking synchronised and no_sync() steps in turn in "
+        "the same processes, each no_sync() step followed by an untimed barrier; the median "
+        "over runs of the ratio of the two kinds' median step times.".format(args.warmup, args.steps, args.repeats, ", ".join(args.modes)),
         "DDP options: {}.".format("gradient_as_bucket_view=True" if args.bucket_view else "torch's defaults"),
         "Ranks' glibc malloc: {} (see ddp_bench.py).".format(args.malloc),
         "",
@@ -78,18 +86,19 @@ def ratio(step, a, b):
 def summary_table(cells):
     lines = ["| model | ranks | batch/rank | chorus ms | chorus samples/s | gloo ms | gloo samples/s "
              "| nosync ms | nosync samples/s | nocomm ms | gloo/chorus | chorus/nosync "
-             "| nocomm/nosync | chorus/nocomm |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| nocomm/nosync | chorus/nocomm | paired chorus/nosync |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for model, ranks, runs in cells:
         batch = models.MODELS[model][0]
-        step = {mode: median_step(r) for mode, r in runs.items()}
+        step = {mode: median_step(r) for mode, r in runs.items() if mode != "paired"}
         row = [model, str(ranks), str(batch)]
         for mode in ("chorus", "gloo", "nosync"):
             s = step[mode]
             row += [fmt(s and s * 1e3, ".1f"), fmt(s and batch * ranks / s, ".0f")]
         row.append(fmt(step["nocomm"] and step["nocomm"] * 1e3, ".1f"))
         row += [ratio(step, "gloo", "chorus"), ratio(step, "chorus", "nosync"),
-                ratio(step, "nocomm", "nosync"), ratio(step, "chorus", "nocomm")]
+                ratio(step, "nocomm", "nosync"), ratio(step, "chorus", "nocomm"),
+                fmt(median_paired(runs["paired"]), ".2f")]
         lines.append("| " + " | ".join(row) + " |")
     return lines + [""]
 
@@ -113,10 +122,13 @@ def runs_table(cells):
     lines = ["## Every run, in run order", "",
              "Step time in ms (slowest rank) / CPU time of rank 0 per step in ms (all its threads; "
              "below the step time when the rank waited for the others or for a core).", "",
-             "| model | ranks | chorus | gloo | nosync | nocomm |", "|---|--:|---|---|---|---|"]
+             "paired: synchronised / unsynchronised step median in ms (slowest rank of each).", "",
+             "| model | ranks | chorus | gloo | nosync | nocomm | paired |", "|---|--:|---|---|---|---|---|"]
     for model, ranks, runs in cells:
         row = [" ".join("{:.1f}/{:.1f}".format(r["step_s"] * 1e3, r["info"]["cpu_s"] * 1e3) for r in runs[m]) or "-"
                for m in ("chorus", "gloo", "nosync", "nocomm")]
+        row.append(" ".join("{:.1f}/{:.1f}".format(r["step_s"] * 1e3, r["unsynced_s"] * 1e3)
+                            for r in runs["paired"]) or "-")
         lines.append("| {} | {} | {} |".format(model, ranks, " | ".join(row)))
     return lines + [""]
 

@@ -7,13 +7,18 @@ line the ranks up before and after the timed steps, so that in every mode all ra
 for the cores during the whole timed window. `nocomm` trains DistributedDataParallel (on a
 gloo group) with a communication hook that returns each bucket as it is: DDP's own work
 (copying the gradients into its buckets and back, its autograd hooks) without any backend.
+`paired` trains DistributedDataParallel on chorus taking synchronised steps and steps inside
+`no_sync()` in turn (2 x `steps` timed steps), each unsynchronised step followed by an untimed
+barrier so that every step starts with the ranks together: the two medians measure what the
+synchronisation costs within one run, free of the differences between separate runs.
 A step is zero_grad + forward + cross-entropy + backward (DDP's all-reduces included) + SGD
 step; data preparation is outside the step.
 
 Timeline: `warmup` steps (DDP builds and rebuilds its buckets here), barrier, `steps` timed
 steps, TRAIL untimed steps (so a rank that finishes early keeps loading its core while the
 others finish their timed steps), barrier. Prints one JSON line on stdout: the mean step time
-of this rank's timed steps, the last loss, and (rank 0) what the run used.
+of this rank's timed steps (paired: the median of each kind of step), the last loss, and
+(rank 0) what the run used.
 
 Under `perf record --control=fifo:CTL,ACK -D -1` (ddp_profile.py) with PERF_CTL_FIFO=CTL and
 PERF_ACK_FIFO=ACK in the environment, the rank enables perf for the timed steps only.
@@ -22,6 +27,7 @@ PERF_ACK_FIFO=ACK in the environment, the rank enables perf for the timed steps 
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -64,7 +70,8 @@ def train(args, rank):
     model = models.build(args.model)
     params = models.parameter_count(model)
     if args.mode != "nosync":
-        model = torch.nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=args.bucket_view)
+        ddp = torch.nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=args.bucket_view)
+        model = ddp
     if args.mode == "nocomm":
         model.register_comm_hook(None, no_communication)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -82,6 +89,9 @@ def train(args, rank):
     for i in range(args.warmup):
         step(i)
     dist.barrier()
+    if args.mode == "paired":
+        synced, unsynced = paired_steps(args, step, ddp)
+        return {"step_s": synced, "unsynced_s": unsynced, "loss": float(losses[-1]), "params": params}
     perf_control("enable")
     start, cpu_start = time.perf_counter(), time.process_time()
     for i in range(args.steps):
@@ -91,13 +101,31 @@ def train(args, rank):
     for i in range(TRAIL):
         step(args.warmup + args.steps + i)
     dist.barrier()
-    return elapsed / args.steps, cpu / args.steps, float(losses[-1]), params
+    return {"step_s": elapsed / args.steps, "cpu_s": cpu / args.steps, "loss": float(losses[-1]),
+            "params": params}
+
+
+def paired_steps(args, step, ddp):
+    """--mode paired: median synchronised and unsynchronised step times (s), in turn."""
+    synced, unsynced = [], []
+    for i in range(2 * args.steps):
+        start = time.perf_counter()
+        if i % 2 == 0:
+            step(args.warmup + i)
+            synced.append(time.perf_counter() - start)
+        else:
+            with ddp.no_sync():
+                step(args.warmup + i)
+            unsynced.append(time.perf_counter() - start)
+            dist.barrier()  # untimed: the next step starts with the ranks together
+    dist.barrier()
+    return statistics.median(synced), statistics.median(unsynced)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", choices=sorted(models.MODELS), required=True)
-    parser.add_argument("--mode", choices=["chorus", "gloo", "nosync", "nocomm"], required=True)
+    parser.add_argument("--mode", choices=["chorus", "gloo", "nosync", "nocomm", "paired"], required=True)
     parser.add_argument("--store", required=True, help="path of the FileStore for this run")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--warmup", type=int, required=True)
@@ -105,12 +133,12 @@ def main():
     args = parser.parse_args()
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)
-    if args.mode == "chorus":
+    if args.mode in ("chorus", "paired"):
         import chorus_torch  # noqa: F401  (registers the backend)
-    backend = "chorus" if args.mode == "chorus" else "gloo"
+    backend = "chorus" if args.mode in ("chorus", "paired") else "gloo"
     dist.init_process_group(backend, init_method="file://" + args.store, rank=rank, world_size=size)
-    step_s, cpu_s, loss, params = train(args, rank)
-    report = {"rank": rank, "step_s": step_s, "cpu_s": cpu_s, "loss": loss}
+    report = dict(train(args, rank), rank=rank)
+    params = report.pop("params")
     if rank == 0:
         report.update(params=params, torch=torch.__version__, blas=loaded_blas(),
                       threads=torch.get_num_threads(), data=models.data_source(args.model))
