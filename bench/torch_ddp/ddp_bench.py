@@ -7,7 +7,7 @@ which measures the synchronisation's cost free of the spread between separate ru
 
     PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_ddp/ddp_bench.py \\
         [--models mlp,transformer,lstm] [--ranks 2,4] [--modes chorus,gloo,nosync,nocomm,paired]
-        [--steps 20] [--warmup 3] [--repeats 3] [--bucket-view]
+        [--steps 20] [--warmup 3] [--repeats 3] [--bucket-view] [--avg-hook]
 
 For every (model, ranks) cell the modes run interleaved, `repeats` times: chorus, gloo,
 nosync, nocomm, chorus, gloo, ... Each run starts `ranks` fresh processes (worker.py, one torch
@@ -90,7 +90,8 @@ def launch(model, ranks, mode, args):
     with tempfile.TemporaryDirectory(prefix="torch-ddp-bench-") as tmp:
         cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--model", model, "--mode", mode,
                "--store", os.path.join(tmp, "store"), "--steps", str(args.steps),
-               "--warmup", str(args.warmup)] + (["--bucket-view"] if args.bucket_view else [])
+               "--warmup", str(args.warmup)] + (["--bucket-view"] if args.bucket_view else []) \
+            + (["--avg-hook"] if args.avg_hook else [])
         failed = wait_ranks(start_ranks(cmd, ranks, tmp), args.timeout)
         if failed:
             with open(os.path.join(tmp, "err%d" % failed[0])) as err:
@@ -141,6 +142,9 @@ def parse_args():
     parser.add_argument("--bucket-view", action="store_true",
                         help="DDP(gradient_as_bucket_view=True) in every DDP mode: gradients are views of "
                              "DDP's buckets, which saves copying them back after each all-reduce")
+    parser.add_argument("--avg-hook", action="store_true",
+                        help="chorus and paired modes register chorus_torch.allreduce_avg_hook: the "
+                             "backend averages (ReduceOp.AVG) instead of DDP dividing every gradient")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
     parser.add_argument("--out", default=os.path.join(HERE, "..", "results"),
                         help="directory of the markdown report ('' for none)")

@@ -67,7 +67,8 @@ def header(cells, args, minutes):
         "the backend adds. paired: chorus DDP taking synchronised and no_sync() steps in turn in "
         "the same processes, each no_sync() step followed by an untimed barrier; the median "
         "over runs of the ratio of the two kinds' median step times.".format(args.warmup, args.steps, args.repeats, ", ".join(args.modes)),
-        "DDP options: {}.".format("gradient_as_bucket_view=True" if args.bucket_view else "torch's defaults"),
+        "DDP options: {}{}.".format("gradient_as_bucket_view=True" if args.bucket_view else "torch's defaults",
+                                    "; chorus modes with chorus_torch.allreduce_avg_hook" if args.avg_hook else ""),
         "Ranks' glibc malloc: {} (see ddp_bench.py).".format(args.malloc),
         "",
     ]

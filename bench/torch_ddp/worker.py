@@ -74,6 +74,9 @@ def train(args, rank):
         model = ddp
     if args.mode == "nocomm":
         model.register_comm_hook(None, no_communication)
+    elif args.avg_hook and args.mode in ("chorus", "paired"):
+        import chorus_torch
+        model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     data = models.batches(args.model, rank, 4)
     losses = []
@@ -130,6 +133,8 @@ def main():
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--warmup", type=int, required=True)
     parser.add_argument("--bucket-view", action="store_true", help="DDP(gradient_as_bucket_view=True)")
+    parser.add_argument("--avg-hook", action="store_true",
+                        help="chorus modes: register chorus_torch.allreduce_avg_hook")
     args = parser.parse_args()
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)

@@ -33,9 +33,13 @@ def _train(model, step_inputs):
     return [p.detach().clone() for p in model.parameters()]
 
 
-def _ddp_rank(rank, size, bucket_mb):
+def _ddp_rank(rank, size, bucket_mb, avg_hook=False, bucket_view=False):
     # A small bucket cap splits the gradients over several buckets (several all-reduces).
-    model = DistributedDataParallel(_model(), bucket_cap_mb=bucket_mb)
+    model = DistributedDataParallel(_model(), bucket_cap_mb=bucket_mb,
+                                    gradient_as_bucket_view=bucket_view)
+    if avg_hook:
+        import chorus_torch
+        model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
     per = GLOBAL_BATCH // size
     shards = []
     for step in range(STEPS):
@@ -61,6 +65,21 @@ def test_ddp_matches_single_process_and_gloo(size):
     for rank in range(1, size):
         assert all(torch.equal(a, b) for a, b in zip(ours[0], ours[rank]))
 
+
+@pytest.mark.parametrize("bucket_view", [False, True])
+@pytest.mark.parametrize("size", [2, 3])
+def test_ddp_with_the_average_hook(size, bucket_view):
+    """chorus_torch.allreduce_avg_hook (ReduceOp.AVG in the backend instead of DDP's own
+    division) trains like the single process and like gloo without a hook."""
+    reference = _reference()
+    ours = run_ranks(_ddp_rank, size, "chorus", args=(0.001, True, bucket_view))
+    gloo = run_ranks(_ddp_rank, size, "gloo", args=(0.001, False, bucket_view))
+    for rank in range(size):
+        for mine, ref, theirs in zip(ours[rank], reference, gloo[rank]):
+            assert torch.allclose(mine, ref, rtol=1e-4, atol=1e-5), (mine - ref).abs().max()
+            assert torch.allclose(mine, theirs, rtol=1e-5, atol=1e-6), (mine - theirs).abs().max()
+    for rank in range(1, size):
+        assert all(torch.equal(a, b) for a, b in zip(ours[0], ours[rank]))
 
 
 def _wide_model():
