@@ -47,7 +47,7 @@ struct DistributedDataParallel::Impl {
   void remove_hooks();
   void on_grad_ready(std::size_t param);
   double grad_scale();
-  void launch_ready_buckets();
+  void launch_ready_buckets(bool from_hook);  ///< from a gradient hook, or from finish()
   void launch(Bucket& bucket);
   void finish();
   void fill_missing_gradients();

@@ -97,7 +97,7 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   // Already in place (grad aliases its bucket slice, see complete) and the Avg all-reduce
   // scales: nothing to do, not even a tensor to make.
   if (uniform && aliases) {
-    if (--bucket.pending == 0) launch_ready_buckets();
+    if (--bucket.pending == 0 && options.overlap_backward) launch_ready_buckets(true);
     return;
   }
   torch::NoGradGuard no_grad;
@@ -112,14 +112,16 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   } else {
     dst.zero_();
   }
-  if (--bucket.pending == 0) launch_ready_buckets();
+  if (--bucket.pending == 0 && options.overlap_backward) launch_ready_buckets(true);
 }
 
 // Buckets start strictly in launch order (the communicator completes in issue order and every
 // rank must issue the same sequence); a bucket readied early waits for its predecessors.
-void DistributedDataParallel::Impl::launch_ready_buckets() {
+// Without DdpOptions::overlap_backward only finish() launches them.
+void DistributedDataParallel::Impl::launch_ready_buckets(bool from_hook) {
   while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
     launch(buckets[next_launch]);
+    if (from_hook) ++stats.buckets_launched_in_backward;
     ++next_launch;
   }
 }
@@ -235,7 +237,7 @@ void DistributedDataParallel::Impl::finish() {
   }
   const auto started = Clock::now();
   fill_missing_gradients();
-  launch_ready_buckets();
+  launch_ready_buckets(false);
   for (auto& b : buckets) complete(b);
   const auto done = Clock::now();
   stats.seconds_communicating_exposed += seconds_between(started, done);

@@ -30,6 +30,8 @@ struct RunConfig {
   std::string algorithm = {};
   /// When set: runs on every rank right before its DDP is made.
   std::function<void(int rank)> before_ddp = {};
+  /// When set: checked on every rank's DDP statistics after the last step.
+  std::function<void(const DistributedDataParallel::Stats&)> check_stats = {};
 
   static DdpOptions small_buckets() {
     DdpOptions o;  // several buckets even for this small model: exercises launch ordering
@@ -89,6 +91,7 @@ std::vector<std::vector<torch::Tensor>> ddp_training(const Data& d, const RunCon
       }
     }
     EXPECT_TRUE(ddp.verify_replicas());
+    if (c.check_stats) c.check_stats(ddp.stats());
     result[static_cast<std::size_t>(rank)] = clone_params(*model);
   });
   return result;
@@ -111,6 +114,27 @@ TEST(DdpEquivalence, EqualSharesSgdOneToFourRanks) {
   expect_equivalent({{12, 12}}, 1e-5);
   expect_equivalent({{8, 8, 8}}, 1e-5);
   expect_equivalent({{6, 6, 6, 6}}, 1e-5);
+}
+
+// Buckets launched from the hooks (overlapping backward) or all from finish_gradient_sync():
+// the same training either way, and the statistics say which happened.
+TEST(DdpEquivalence, OverlapWithBackwardOrNot) {
+  for (const bool overlap : {true, false}) {
+    SCOPED_TRACE(overlap ? "overlap" : "no overlap");
+    RunConfig c{{7, 9, 8}};
+    c.options.overlap_backward = overlap;
+    c.check_stats = [overlap](const DistributedDataParallel::Stats& stats) {
+      if (overlap) {
+        EXPECT_GT(stats.buckets_launched_in_backward, 0);
+      } else {
+        EXPECT_EQ(stats.buckets_launched_in_backward, 0);
+      }
+    };
+    expect_equivalent(c, 1e-5);
+    c.sizes = {12, 12};
+    c.micro = 2;
+    expect_equivalent(c, 1e-5);
+  }
 }
 
 TEST(DdpEquivalence, FreedOrReplacedGradientsBetweenSteps) {

@@ -115,6 +115,8 @@ Options parse_options(int argc, const char* const argv[]) {
       options.no_sync = true;
     } else if (word == "--no-shared-buckets") {
       options.shared_buckets = false;
+    } else if (word == "--no-overlap") {
+      options.overlap = false;
     } else if (word == "--resume") {
       options.resume = true;
     } else if (word == "--no-eval") {
@@ -153,6 +155,8 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          in the same processes; the summary gives both step medians
                          (benchmark: the replicas drift apart)
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
+  --no-overlap           all-reduce every bucket after backward, none from the gradient
+                         hooks (DdpOptions::overlap_backward = false)
   --checkpoint PATH      save model, optimizer, step and sampler state at the end
   --checkpoint-every N   ... and every N steps
   --resume               continue from --checkpoint PATH when it exists

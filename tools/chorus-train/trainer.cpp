@@ -32,6 +32,7 @@ train::DdpOptions ddp_options(const Options& options) {
                     : options.compression == Compression::Bf16 ? train::GradCompression::Bf16
                                                                : train::GradCompression::None;
   ddp.shared_buckets = options.shared_buckets;
+  ddp.overlap_backward = options.overlap;
   return ddp;
 }
 

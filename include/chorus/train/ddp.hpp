@@ -47,6 +47,11 @@ struct DdpOptions {
   /// all-reduces then read and write the peers' buckets in place, with no copy through the
   /// communicator's arena. Ordinary memory where the ranks do not share a host.
   bool shared_buckets = true;
+  /// When true, a bucket's all-reduce starts from the gradient hook that completes it, so it
+  /// overlaps the rest of backward. When false, every bucket is all-reduced in
+  /// finish_gradient_sync() (to measure what the overlap buys; where the ranks already keep
+  /// every core busy computing, overlap only moves the reduction's work into backward).
+  bool overlap_backward = true;
   /// > 0: local SGD. Gradients are not synchronised; after_optimizer_step() averages the
   /// parameters over all ranks every N steps.
   int average_parameters_every = 0;
@@ -110,6 +115,7 @@ class DistributedDataParallel {
     double seconds_in_backward = 0;            ///< prepare_for_backward() to the last gradient hook
     std::int64_t steps = 0;                    ///< after_optimizer_step() calls
     std::int64_t bytes_reduced = 0;            ///< bytes this rank passed to gradient all-reduces
+    std::int64_t buckets_launched_in_backward = 0;  ///< all-reduces started from a hook
   };
   Stats stats() const;
 
