@@ -52,32 +52,20 @@ def _reference():
     return _train(_model(), [_batch(step) for step in range(STEPS)])
 
 
+@pytest.mark.parametrize("hook,bucket_view", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("size", [2, 3])
-def test_ddp_matches_single_process_and_gloo(size):
+def test_ddp_matches_single_process_and_gloo(size, hook, bucket_view):
+    """DDP on chorus (with chorus_torch.allreduce_avg_hook, ReduceOp.AVG in the backend instead
+    of DDP's own division, when `hook`) trains like the single process and like gloo without
+    a hook."""
     reference = _reference()
-    ours = run_ranks(_ddp_rank, size, "chorus", args=(0.001,))
-    gloo = run_ranks(_ddp_rank, size, "gloo", args=(0.001,))
-    for rank in range(size):
-        for mine, ref, theirs in zip(ours[rank], reference, gloo[rank]):
-            assert torch.allclose(mine, ref, rtol=1e-4, atol=1e-5), (mine - ref).abs().max()
-            assert torch.allclose(mine, theirs, rtol=1e-5, atol=1e-6), (mine - theirs).abs().max()
-    # Every rank holds the same parameters.
-    for rank in range(1, size):
-        assert all(torch.equal(a, b) for a, b in zip(ours[0], ours[rank]))
-
-
-@pytest.mark.parametrize("bucket_view", [False, True])
-@pytest.mark.parametrize("size", [2, 3])
-def test_ddp_with_the_average_hook(size, bucket_view):
-    """chorus_torch.allreduce_avg_hook (ReduceOp.AVG in the backend instead of DDP's own
-    division) trains like the single process and like gloo without a hook."""
-    reference = _reference()
-    ours = run_ranks(_ddp_rank, size, "chorus", args=(0.001, True, bucket_view))
+    ours = run_ranks(_ddp_rank, size, "chorus", args=(0.001, hook, bucket_view))
     gloo = run_ranks(_ddp_rank, size, "gloo", args=(0.001, False, bucket_view))
     for rank in range(size):
         for mine, ref, theirs in zip(ours[rank], reference, gloo[rank]):
             assert torch.allclose(mine, ref, rtol=1e-4, atol=1e-5), (mine - ref).abs().max()
             assert torch.allclose(mine, theirs, rtol=1e-5, atol=1e-6), (mine - theirs).abs().max()
+    # Every rank holds the same parameters.
     for rank in range(1, size):
         assert all(torch.equal(a, b) for a, b in zip(ours[0], ours[rank]))
 
