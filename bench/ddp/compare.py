@@ -38,25 +38,28 @@ def parse_summary(output):
     return float(match.group(2))
 
 
-def run_chorus(args, no_sync=False, alternate=False):
-    steps = 2 * args.steps if alternate else args.steps
+def chorus_train_output(args, steps, extra):
+    """stdout of one chorus-train run of `steps` steps with the options `extra`."""
     command = [args.chorusrun, "-n", str(args.ranks), "--timeout", "600", args.chorus_train,
                "--model", "mlp", "--steps", str(steps), "--batch", str(args.batch),
                "--hidden", str(args.hidden), "--layers", str(args.layers), "--no-eval",
-               "--log-every", str(steps), "--bucket-cap-mb", str(args.bucket_cap_mb)]
-    if no_sync:
-        command.append("--no-sync")
-    if alternate:
-        command += ["--alternate-sync", "1"]
+               "--log-every", str(steps), "--bucket-cap-mb", str(args.bucket_cap_mb)] + extra
     env = dict(os.environ, OMP_NUM_THREADS="1")
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=900)
-    synced = parse_summary(out.stdout)
-    if not alternate:
-        return synced
-    match = UNSYNCED.search(out.stdout)
+    return out.stdout
+
+
+def run_chorus(args, no_sync):
+    return parse_summary(chorus_train_output(args, args.steps, ["--no-sync"] if no_sync else []))
+
+
+def run_chorus_paired(args):
+    """Synchronised over unsynchronised step median of one --alternate-sync 1 run."""
+    output = chorus_train_output(args, 2 * args.steps, ["--alternate-sync", "1"])
+    match = UNSYNCED.search(output)
     if not match:
-        raise RuntimeError("no unsynced median in:\n" + out.stdout)
-    return synced / float(match.group(1))
+        raise RuntimeError("no unsynced median in:\n" + output)
+    return parse_summary(output) / float(match.group(1))
 
 
 def run_torch(args, no_sync):
@@ -85,9 +88,9 @@ def main():
     configs = {
         "pytorch DDP (gloo)": lambda: run_torch(args, False),
         "pytorch no sync": lambda: run_torch(args, True),
-        "chorus DDP": lambda: run_chorus(args),
-        "chorus no sync": lambda: run_chorus(args, no_sync=True),
-        "chorus alternating": lambda: run_chorus(args, alternate=True),
+        "chorus DDP": lambda: run_chorus(args, False),
+        "chorus no sync": lambda: run_chorus(args, True),
+        "chorus alternating": lambda: run_chorus_paired(args),
     }
     times = {name: [] for name in configs}
     for _ in range(args.repeats):

@@ -97,7 +97,7 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   // Already in place (grad aliases its bucket slice, see complete) and the Avg all-reduce
   // scales: nothing to do, not even a tensor to make.
   if (uniform && aliases) {
-    if (--bucket.pending == 0 && options.overlap_backward) launch_ready_buckets(true);
+    if (--bucket.pending == 0) launch_ready_buckets(true);
     return;
   }
   torch::NoGradGuard no_grad;
@@ -112,13 +112,14 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   } else {
     dst.zero_();
   }
-  if (--bucket.pending == 0 && options.overlap_backward) launch_ready_buckets(true);
+  if (--bucket.pending == 0) launch_ready_buckets(true);
 }
 
 // Buckets start strictly in launch order (the communicator completes in issue order and every
 // rank must issue the same sequence); a bucket readied early waits for its predecessors.
 // Without DdpOptions::overlap_backward only finish() launches them.
 void DistributedDataParallel::Impl::launch_ready_buckets(bool from_hook) {
+  if (from_hook && !options.overlap_backward) return;
   while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
     launch(buckets[next_launch]);
     if (from_hook) ++stats.buckets_launched_in_backward;
