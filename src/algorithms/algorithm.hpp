@@ -34,7 +34,8 @@ struct CollectiveArgs {
   std::span<const std::size_t> send_counts, send_displs, recv_counts, recv_displs;  ///< all-to-all-v, in elements
   Fingerprint fingerprint;  ///< stamped on every message this call sends
   /// When the call began running (the communicator sets it; the deadline counts from it,
-  /// and the host arena paces its per-call watcher pass by it: one clock read per call).
+  /// and the host arena paces its per-call watcher pass by it: one clock read per call, the
+  /// coarse one, core/deadline.hpp, for a blocking call its caller runs).
   Clock::time_point started{};
   Deadline deadline;
   bool host_arena = false;  ///< the transport has a host arena (shm_direct algorithms need it)

@@ -113,14 +113,24 @@ std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& st
     args.fingerprint = fingerprint_of(args, ++s.collective_seq);
     if (moves_nothing(args)) return nullptr;
     const detail::OpDescription op{args.fingerprint};
-    if (issuing_blocking) args.started = Clock::now();
+    if (issuing_blocking) args.started = coarse_now();
     if (!issuing_blocking || !s.executor->claim(op, args.started, &record)) {
       args.started = {};  // queued: it starts when it runs
-      return s.executor->submit([&s, args, counts] { detail::run_collective(s, args); }, op,
-                                start_for_caller());
+      return s.executor->submit(
+          [&s, args, counts]() mutable { detail::run_collective(s, args); }, op,
+          start_for_caller());
     }
   }
-  s.executor->run_claimed([&s, &args] { detail::run_collective(s, args); }, record);
+  struct Claimed {
+    CommState& s;
+    CollectiveArgs& args;
+  } claimed{s, args};
+  s.executor->run_claimed(
+      [](void* context) {
+        auto& c = *static_cast<Claimed*>(context);
+        detail::run_collective(c.s, c.args);
+      },
+      &claimed, record);
   return nullptr;
 }
 

@@ -88,11 +88,12 @@ bool Executor::claim(const OpDescription& op, Clock::time_point now,
   return true;
 }
 
-void Executor::run_claimed(const Work& work, FlightRecorder::RecordId record) {
-  Outcome outcome = guarded(work);
+void Executor::run_claimed(void (*run)(void* context), void* context,
+                           FlightRecorder::RecordId record) {
+  Outcome outcome = guarded([run, context] { run(context); });
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
   std::unique_lock lock(mutex_);
-  record_end(record, outcome.status, outcome.message);
+  if (recorder_) recorder_->finished(record, outcome.status, outcome.message, coarse_now());
   if (outcome.failed()) dump_after_failure(lock, outcome.status);
   running_ = false;
   step_done();

@@ -83,9 +83,11 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// the calling thread, records the end and releases the executor, with no request, queue
   /// entry or wake-up. It throws the operation's failure after the failure hook ran.
   /// Claim under the issuing lock, so that no later operation overtakes it; run after.
-  /// `now`: when the caller issued it (recorded as issued and started).
+  /// `now`: when the caller issued it (recorded as issued and started). run_claimed calls
+  /// `run(context)`: a plain function and its argument, not a Work, because this path exists
+  /// to be short; the end is stamped with coarse_now() (core/deadline.hpp), like `now`.
   bool claim(const OpDescription& op, Clock::time_point now, FlightRecorder::RecordId* record);
-  void run_claimed(const Work& work, FlightRecorder::RecordId record);
+  void run_claimed(void (*run)(void* context), void* context, FlightRecorder::RecordId record);
   /// Waits until `request` is done or `timeout` passed. Without a timeout the
   /// caller runs queued operations itself while nobody else does. True when done.
   bool wait(RequestState& request, std::optional<std::chrono::milliseconds> timeout);

@@ -74,7 +74,7 @@ void run_widened(CommState& comm, algorithms::CollectiveArgs args, DataType wide
 
 }  // namespace
 
-void run_collective(CommState& comm, algorithms::CollectiveArgs args) {
+void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
   if (args.started == Clock::time_point{}) args.started = Clock::now();
   args.deadline = args.started + comm.config.timeout;
   transport::shm::HostArena* arena = comm.transport->host_arena();

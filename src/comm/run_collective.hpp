@@ -10,7 +10,7 @@ namespace chorus::detail {
 /// half types, and integers under avg, are reduced in their accumulation type,
 /// see core/reduce.hpp), selects the algorithm and runs it under the
 /// communicator's timeout. `args` carries the caller's dtype and op; its
-/// fingerprint is already stamped.
-void run_collective(CommState& comm, algorithms::CollectiveArgs args);
+/// fingerprint is already stamped. `args` is the caller's own copy, which this changes.
+void run_collective(CommState& comm, algorithms::CollectiveArgs& args);
 
 }  // namespace chorus::detail

@@ -138,6 +138,9 @@ void reduce_into(void* dst, const void* a, const void* b, std::size_t count, Dat
   // Resolved on first use; C++ guarantees one thread initialises it and the
   // others wait, and later calls cost one load.
   static const ReduceKernel kernel = reduce_kernel(active_reduce_isa());
+  // Less than one 256-bit vector: the SIMD kernels would hand all of it to the generic
+  // kernel's tail loop anyway (same values), after two more dispatches.
+  if (count * dtype_size(dtype) < 32) return reduce_into_generic(dst, a, b, count, dtype, op);
   kernel(dst, a, b, count, dtype, op);
 }
 

@@ -105,34 +105,7 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
   checked_.assign(static_cast<std::size_t>(size), 0);
   doorbell_ = Doorbell(reinterpret_cast<DoorbellWord*>(base + sizeof(FlagLine) * size));
   slots_ = base + header_bytes(size);
-}
-
-FlagLine& HostArena::line(int r) const { return reinterpret_cast<FlagLine*>(segment_->base())[r]; }
-
-/// Flags only grow, so a value seen once stays a lower bound: a peer's line is
-/// read only when what this rank already saw is not enough. The first phase of a
-/// recent tiny round is read from its record line: r stores `posted` (release) after
-/// the round's data and after finishing the reads that flag 2g vouches for, and a
-/// record line's `posted` only grows (its later rounds post larger values).
-bool HostArena::reached(int r, std::uint64_t value) {
-  std::uint64_t& seen = seen_[static_cast<std::size_t>(r)];
-  if (seen >= value) return true;
-  const std::uint64_t q = value / 2;
-  if (value % 2 == 0 && q <= round_ && q + kLanes > round_ && tiny_rounds_[q % kLanes] &&
-      line(r).rounds[q % kLanes].posted.load(std::memory_order_acquire) >= value) {
-    seen = value;
-    return true;
-  }
-  seen = line(r).flag.load(std::memory_order_acquire);
-  return seen >= value;
-}
-
-std::byte* HostArena::buffer(int r, std::uint64_t round) const {
-  std::byte* slot = slots_ + stride_ * static_cast<std::size_t>(r);
-  const std::size_t lane = round % kLanes;
-  if (tiny_rounds_[lane]) return line(r).rounds[lane].payload;
-  if (small_rounds_[lane]) return slot + slot_bytes_ + kLaneBytes * lane;
-  return slot + half_bytes_ * (round % 2);
+  lines_ = reinterpret_cast<FlagLine*>(base);
 }
 
 void HostArena::begin_call(const Fingerprint& call, Clock::time_point now) {

@@ -126,9 +126,10 @@ class HostArena {
   /// Rank `r`'s buffer in round `round`.
   std::byte* buffer(int r, std::uint64_t round) const;
 
-  /// Starts a call: a broken transport fails it now, and at most once per millisecond a
-  /// full watcher pass (an ABORT frame that already arrived, a dead peer) runs first, so a
-  /// call that never waits notices those within a millisecond; every wait runs its own
+  /// Starts a call: a broken transport fails it now, and at most once per millisecond of
+  /// `now` a full watcher pass (an ABORT frame that already arrived, a dead peer) runs first,
+  /// so a call that never waits notices those within a millisecond, or within the coarse
+  /// clock's tick (1-4 ms) when `now` is coarse_now(); every wait runs its own
   /// passes. Must precede the call's first round. `now`: when the call started (the
   /// caller's clock reading; a time point that goes backwards only delays the next pass).
   void begin_call(const Fingerprint& call, Clock::time_point now);
@@ -190,6 +191,7 @@ class HostArena {
   std::size_t slot_bytes_;  ///< both halves
   std::size_t stride_;      ///< from one rank's slot to the next: halves and lanes
   std::size_t half_bytes_;
+  FlagLine* lines_ = nullptr;  ///< the segment's head: every rank's FlagLine
   std::byte* slots_ = nullptr;
   Doorbell doorbell_;
   ArenaWatcher* watcher_ = nullptr;
@@ -204,6 +206,35 @@ class HostArena {
   std::vector<std::uint64_t> seen_;     ///< per rank: the highest flag this rank loaded
   std::vector<std::uint64_t> checked_;  ///< per rank: the last round whose record matched
 };
+
+// Inline: every round of every arena call runs these.
+inline FlagLine& HostArena::line(int r) const { return lines_[r]; }
+
+/// Flags only grow, so a value seen once stays a lower bound: a peer's line is
+/// read only when what this rank already saw is not enough. The first phase of a
+/// recent tiny round is read from its record line: r stores `posted` (release) after
+/// the round's data and after finishing the reads that flag 2g vouches for, and a
+/// record line's `posted` only grows (its later rounds post larger values).
+inline bool HostArena::reached(int r, std::uint64_t value) {
+  std::uint64_t& seen = seen_[static_cast<std::size_t>(r)];
+  if (seen >= value) return true;
+  const std::uint64_t q = value / 2;
+  if (value % 2 == 0 && q <= round_ && q + kLanes > round_ && tiny_rounds_[q % kLanes] &&
+      line(r).rounds[q % kLanes].posted.load(std::memory_order_acquire) >= value) {
+    seen = value;
+    return true;
+  }
+  seen = line(r).flag.load(std::memory_order_acquire);
+  return seen >= value;
+}
+
+inline std::byte* HostArena::buffer(int r, std::uint64_t round) const {
+  std::byte* slot = slots_ + stride_ * static_cast<std::size_t>(r);
+  const std::size_t lane = round % kLanes;
+  if (tiny_rounds_[lane]) return line(r).rounds[lane].payload;
+  if (small_rounds_[lane]) return slot + slot_bytes_ + kLaneBytes * lane;
+  return slot + half_bytes_ * (round % 2);
+}
 
 template <typename Take>
 void HostArena::for_each_ready(std::uint64_t value, Deadline deadline, Take&& take) {
