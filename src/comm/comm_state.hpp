@@ -6,6 +6,7 @@
 #include "comm/executor.hpp"
 #include "core/collective.hpp"
 #include "core/env.hpp"
+#include "core/yielding_lock.hpp"
 #include "transport/transport.hpp"
 
 #include <atomic>
@@ -35,8 +36,9 @@ struct CommState {
   std::unique_ptr<transport::Transport> transport;
   std::shared_ptr<Executor> executor;
 
-  // Issue-time counters (touched only by the issuing thread under issue_mutex).
-  std::mutex issue_mutex;
+  // Issue-time counters (touched only by the issuing thread under issue_mutex). Held only
+  // to stamp an operation and hand it to the executor (a short, non-blocking section).
+  YieldingLock issue_mutex;
   std::uint64_t collective_seq = 0;
   std::uint64_t split_seq = 0;
   std::vector<std::uint64_t> send_seq, recv_seq;  ///< per peer
