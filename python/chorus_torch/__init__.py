@@ -28,9 +28,18 @@ def allreduce_avg_hook(process_group, bucket):
     Without a hook, DDP divides every gradient by the world size itself before a SUM
     all-reduce: a pass over all gradients each step (with gradient_as_bucket_view=True a
     separate one, about 1 ms per 12 MB here). `process_group` is the hook's state: the group
-    to average over, None for DDP's own (the default group)."""
+    to average over, None for DDP's own (the default group).
+
+    On a chorus group, a bucket of at least 64 KiB is moved into host-shared memory on its
+    first all-reduce (as CHORUS_TORCH_SHARED_BUCKETS=1 does for any all-reduced tensor), so
+    its all-reduces run in place in the peers' buckets. Safe here without the setting: the
+    bucket is DDP's own, and nothing outside DDP points into it by raw pointer. When the
+    host's shared memory cannot hold it, the bucket stays where it is."""
     group = process_group if process_group is not None else _dist.group.WORLD
-    work = _dist.all_reduce(bucket.buffer(), op=_dist.ReduceOp.AVG, group=group, async_op=True)
+    buffer = bucket.buffer()
+    if isinstance(group, ProcessGroupChorus):
+        group._share_bucket(buffer)
+    work = _dist.all_reduce(buffer, op=_dist.ReduceOp.AVG, group=group, async_op=True)
     return work.get_future().then(lambda fut: fut.value()[0])
 
 if not hasattr(_dist.Backend, "CHORUS"):

@@ -38,5 +38,7 @@ PYBIND11_MODULE(_C, m) {
            }),
            py::arg("rank"), py::arg("size"), py::arg("store_address"), py::arg("secret"),
            py::arg("timeout"), py::arg("server"), py::call_guard<py::gil_scoped_release>())
-      .def("last_algorithm", &chorus_torch::ProcessGroupChorus::last_algorithm);
+      .def("last_algorithm", &chorus_torch::ProcessGroupChorus::last_algorithm)
+      .def("_share_bucket", &chorus_torch::ProcessGroupChorus::share_bucket, py::arg("bucket"),
+           py::call_guard<py::gil_scoped_release>());
 }

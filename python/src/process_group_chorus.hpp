@@ -79,6 +79,15 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   /// The algorithm Chorus ran for the last collective on this rank (diagnostics).
   std::string last_algorithm() const { return group_->last_algorithm(); }
 
+  /// chorus_torch.allreduce_avg_hook's move of a DDP gradient bucket into host-shared memory
+  /// (shared_storage.hpp), whatever CHORUS_TORCH_SHARED_BUCKETS says: inside the hook the
+  /// tensor is DDP's own bucket, which nothing outside DDP points into by raw pointer.
+  /// Collective over the group: every rank calls it for its bucket of the same size, in the
+  /// same order (DDP's buckets are). Moves it when wants_shared_storage(); true when the
+  /// storage is (now) shared. When the host's shared memory cannot hold it (every rank
+  /// alike), nothing is moved, false, and later calls move nothing either.
+  bool share_bucket(const at::Tensor& bucket);
+
  private:
   /// The communicator to issue `op` on, with per-call `timeout` (kUnsetTimeout:
   /// none). Throws naming `op` when the timeout is not positive or the group is
@@ -99,6 +108,7 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   std::shared_ptr<chorus::StoreServer> server_;
   std::shared_ptr<GroupState> group_;
   bool shared_buckets_ = false;  ///< CHORUS_TORCH_SHARED_BUCKETS (shared_storage.hpp)
+  bool shared_memory_full_ = false;  ///< share_bucket found no room once: it stops trying
   std::unique_ptr<CompletionQueue> completions_;
   std::unique_ptr<Watchdog> watchdog_;
 };

@@ -76,9 +76,19 @@ def _wide_model():
                                torch.nn.ReLU(), torch.nn.Linear(160, 4))
 
 
-def _ddp_wide_rank(rank, size):
+def _ddp_wide_rank(rank, size, hook=False, shm_full=False):
     # Default buckets: one of ~100 KB, past the size CHORUS_TORCH_SHARED_BUCKETS moves.
-    model = DistributedDataParallel(_wide_model())
+    if shm_full:
+        # No file may grow past 4 KiB: creating a shared segment fails (EFBIG) on rank 0,
+        # which makes alloc_shared fail on every rank alike.
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+    model = DistributedDataParallel(_wide_model(), gradient_as_bucket_view=hook)
+    if hook:
+        import chorus_torch
+        model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
     per = GLOBAL_BATCH // size
     shards = []
     for step in range(STEPS):
@@ -89,17 +99,24 @@ def _ddp_wide_rank(rank, size):
     return params, group.last_algorithm() if hasattr(group, "last_algorithm") else None
 
 
-@pytest.mark.parametrize("shared", ["0", "1"])
-def test_ddp_buckets_in_shared_memory(shared, monkeypatch):
-    """CHORUS_TORCH_SHARED_BUCKETS=1 moves DDP's buckets into host-shared memory: the
-    all-reduces run in place in the peers' buckets (shm_window) and train exactly as gloo."""
+@pytest.mark.parametrize("shared,hook,shm_full,expected", [
+    ("0", False, False, "shm_direct"),
+    ("1", False, False, "shm_window"),
+    ("0", True, False, "shm_window"),
+    ("0", True, True, "shm_direct"),
+])
+def test_ddp_buckets_in_shared_memory(shared, hook, shm_full, expected, monkeypatch):
+    """CHORUS_TORCH_SHARED_BUCKETS=1, or chorus_torch.allreduce_avg_hook without it, moves
+    DDP's buckets into host-shared memory: the all-reduces run in place in the peers' buckets
+    (shm_window) and train exactly as gloo. When the host's shared memory cannot hold them,
+    the hook leaves them where they are and DDP trains the same (shm_direct)."""
     monkeypatch.setenv("CHORUS_TORCH_SHARED_BUCKETS", shared)
-    ours = run_ranks(_ddp_wide_rank, 2, "chorus")
+    ours = run_ranks(_ddp_wide_rank, 2, "chorus", args=(hook, shm_full))
     gloo = run_ranks(_ddp_wide_rank, 2, "gloo")
     reference = _train(_wide_model(), [_batch(step) for step in range(STEPS)])
     for rank in range(2):
         params, algorithm = ours[rank]
-        assert algorithm == ("shm_window" if shared == "1" else "shm_direct"), algorithm
+        assert algorithm == expected, algorithm
         for mine, ref, theirs in zip(params, reference, gloo[rank][0]):
             assert torch.allclose(mine, ref, rtol=1e-4, atol=1e-5), (mine - ref).abs().max()
             assert torch.allclose(mine, theirs, rtol=1e-5, atol=1e-6), (mine - theirs).abs().max()
