@@ -3,6 +3,7 @@
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/widen.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -72,7 +73,14 @@ WindowCall::WindowCall(transport::Transport& transport, const CollectiveArgs& ar
 }
 
 std::size_t WindowCall::chunk_elements() const {
-  return std::max<std::size_t>(1, kWindowChunkBytes / dtype_size(args_.dtype));
+  // Half types accumulate in fp32: the chunk is sized by its accumulator.
+  const std::size_t element = widens() ? sizeof(float) : dtype_size(args_.dtype);
+  return std::max<std::size_t>(1, kWindowChunkBytes / element);
+}
+
+bool WindowCall::widens() const {
+  return args_.dtype != DataType::Float32 &&
+         accumulation_type(args_.dtype, args_.op) == DataType::Float32;
 }
 
 void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const {
@@ -80,11 +88,40 @@ void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* 
   const int r = arena_.rank();
   auto input = [&](int j) { return element_at(send(j), first, args_.dtype); };
   const int next = (r + 1) % n;
+  if (widens()) {
+    // Every input converted to fp32 (the peers' in a scratch chunk that stays in cache),
+    // reduced there, divided when an average, rounded once into `out`.
+    thread_local std::vector<float> sum, term;
+    sum.resize(count);
+    term.resize(count);
+    convert(input(r), args_.dtype, sum.data(), DataType::Float32, count);
+    for (int k = next; k != r; k = (k + 1) % n) {
+      convert(input(k), args_.dtype, term.data(), DataType::Float32, count);
+      reduce_inplace(sum.data(), term.data(), count, DataType::Float32, args_.op);
+    }
+    if (args_.average_folded) finalize_average(sum.data(), count, DataType::Float32, n);
+    convert(sum.data(), DataType::Float32, out, args_.dtype, count);
+    return;
+  }
   reduce_into(out, input(r), input(next), count, args_.dtype, args_.op);
   for (int k = (next + 1) % n; k != r; k = (k + 1) % n) {
     reduce_inplace(out, input(k), count, args_.dtype, args_.op);
   }
   if (args_.average_folded) finalize_average(out, count, args_.dtype, n);
+}
+
+void run_shm_direct_instead_of_window(
+    transport::Transport& transport, const CollectiveArgs& args,
+    void (*counterpart)(transport::Transport&, const CollectiveArgs&)) {
+  const DataType wide = accumulation_type(args.dtype, args.op);
+  if (wide == args.dtype) {
+    return run_shm_direct_instead(transport, args, counterpart);
+  }
+  if (args.ran_as) *args.ran_as = "shm_direct";
+  const bool average = args.average_folded != nullptr;
+  run_widened(args, transport.rank(), transport.size(), wide, average,
+              [&](CollectiveArgs& w) { counterpart(transport, w); });
+  if (average) *args.average_folded = true;
 }
 
 void WindowCall::finish() {

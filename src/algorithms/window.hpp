@@ -44,12 +44,16 @@ class WindowCall {
   std::size_t chunk_elements() const;
   /// out = elements [first, first + count) of every rank's input reduced with args.op (this
   /// rank's first, then the next ones in ring order), divided by the rank count when the
-  /// call is an average.
+  /// call is an average. Half types (Sum, Prod, Avg) are reduced and divided in fp32 and
+  /// rounded once (Algorithm::accumulates_halves).
   void reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const;
   /// Posts that this rank is done with every buffer and waits until every rank is.
   void finish();
 
  private:
+  /// A half type reduced in fp32 (Sum, Prod; Avg arrives as Sum).
+  bool widens() const;
+
   const CollectiveArgs& args_;
   transport::shm::HostArena& arena_;
   std::uint64_t round_ = 0;
@@ -57,6 +61,13 @@ class WindowCall {
   std::vector<const std::byte*> send_;
   std::vector<std::byte*> recv_;
 };
+
+/// What a reducing shm_window algorithm runs when its call is not usable: `counterpart`, its
+/// shm_direct form, on fp32 copies when the call reduces a half type (algorithms/widen.hpp),
+/// so that each element is still rounded once.
+void run_shm_direct_instead_of_window(
+    transport::Transport& transport, const CollectiveArgs& args,
+    void (*counterpart)(transport::Transport&, const CollectiveArgs&));
 
 /// Above this many bytes in a rank's larger buffer, the shm_window algorithms accept a call
 /// (below, the arena's one-round paths win).

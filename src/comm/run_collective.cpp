@@ -1,6 +1,7 @@
 #include "comm/run_collective.hpp"
 
 #include "core/log.hpp"
+#include "algorithms/widen.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -26,10 +27,13 @@ void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
                           ") uses algorithm " + std::string(choice.algorithm->name) + chunk);
 }
 
-/// Runs `args` (the caller's own copy: it sets the chunk size and ran_as in it).
-void run_selected(CommState& comm, algorithms::CollectiveArgs& args) {
-  const algorithms::Selection choice =
-      comm.selection_cache.select(args, comm.selection, comm.algorithm_overrides);
+algorithms::Selection select(CommState& comm, const algorithms::CollectiveArgs& args) {
+  return comm.selection_cache.select(args, comm.selection, comm.algorithm_overrides);
+}
+
+/// Runs `args` (the caller's own copy: it sets the chunk size and ran_as in it) with `choice`.
+void run_choice(CommState& comm, algorithms::CollectiveArgs& args,
+                const algorithms::Selection& choice) {
   args.chunk_bytes = choice.chunk_bytes;
   // Only the running step writes last_algorithm (steps are serialised by the executor), so
   // it reads it without the lock and takes the lock only to change it or to log.
@@ -47,29 +51,13 @@ void run_selected(CommState& comm, algorithms::CollectiveArgs& args) {
   comm.last_algorithm = ran;
 }
 
+void run_selected(CommState& comm, algorithms::CollectiveArgs& args) {
+  run_choice(comm, args, select(comm, args));
+}
+
 /// Whether this rank receives a reduced result (reduce: only the root).
 bool receives_result(const algorithms::CollectiveArgs& args, int rank) {
   return args.collective != Collective::Reduce || args.root == rank;
-}
-
-/// Reduces in `wide` (the accumulation type), converting in and out of the caller's dtype.
-void run_widened(CommState& comm, algorithms::CollectiveArgs args, DataType wide, bool average) {
-  const DataType narrow = args.dtype;
-  const std::size_t send_elems =
-      args.collective == Collective::ReduceScatter ? args.count * comm.size : args.count;
-  const std::size_t wide_size = dtype_size(wide);
-  const bool receives = receives_result(args, comm.rank);
-  std::vector<std::byte> wide_send(send_elems * wide_size);
-  std::vector<std::byte> wide_recv(receives ? args.count * wide_size : 0);
-  convert(args.send, narrow, wide_send.data(), wide, send_elems);
-  void* user_recv = args.recv;
-  args.send = wide_send.data();
-  args.recv = receives ? wide_recv.data() : nullptr;
-  args.dtype = wide;
-  run_selected(comm, args);
-  if (!receives) return;
-  if (average) finalize_average(wide_recv.data(), args.count, wide, comm.size);
-  convert(wide_recv.data(), wide, user_recv, narrow, args.count);
 }
 
 }  // namespace
@@ -85,10 +73,20 @@ void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
   const bool average = args.op == ReduceOp::Avg;
   const DataType wide = accumulation_type(args.dtype, args.op);
   if (average) args.op = ReduceOp::Sum;
-  if (wide != args.dtype && args.count > 0) return run_widened(comm, args, wide, average);
   bool folded = false;
   if (average) args.average_folded = &folded;
-  run_selected(comm, args);
+  if (wide != args.dtype && args.count > 0) {
+    // Widened whole (algorithms/widen.hpp), unless the algorithm chosen for the caller's
+    // half-type buffers accumulates in fp32 itself.
+    const algorithms::Selection choice = select(comm, args);
+    if (!choice.algorithm->accumulates_halves || wide != DataType::Float32) {
+      return algorithms::run_widened(args, comm.rank, comm.size, wide, average,
+                                     [&comm](algorithms::CollectiveArgs& w) { run_selected(comm, w); });
+    }
+    run_choice(comm, args, choice);
+  } else {
+    run_selected(comm, args);
+  }
   if (average && !folded && args.count > 0 && receives_result(args, comm.rank)) {
     finalize_average(args.recv, args.count, args.dtype, comm.size);
   }

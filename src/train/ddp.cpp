@@ -13,18 +13,18 @@ namespace chorus::train {
 
 namespace {
 
-/// `count` fp32 zeros in comm's shared memory (collective), freed when the tensor goes; in
-/// ordinary memory when the host's shared memory cannot hold them (a small /dev/shm): that
+/// `count` zeros of `type` in comm's shared memory (collective), freed when the tensor goes;
+/// in ordinary memory when the host's shared memory cannot hold them (a small /dev/shm): that
 /// failure reaches every rank alike (alloc_shared agrees on it), so all fall back together.
-torch::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count) {
-  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+torch::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count, torch::ScalarType type) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * c10::elementSize(type);
   void* data = nullptr;
   try {
     data = comm.alloc_shared(bytes);
   } catch (const Error& e) {
     if (e.status() != Status::SystemError) throw;
   }
-  if (!data) return torch::zeros({count}, torch::kFloat);
+  if (!data) return torch::zeros({count}, type);
   std::memset(data, 0, bytes);
   return torch::from_blob(
       data, {count},
@@ -35,7 +35,7 @@ torch::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count) {
           // Only a pointer alloc_shared did not return throws; this one it did.
         }
       },
-      torch::kFloat);
+      type);
 }
 
 }  // namespace
@@ -105,11 +105,14 @@ DistributedDataParallel::Impl::Impl(std::shared_ptr<torch::nn::Module> m, chorus
       bucket.offsets.push_back(total);
       total += params[p].numel();
     }
-    bucket.flat = options.shared_buckets ? shared_zeros(comm, total) : torch::zeros({total}, torch::kFloat);
-    if (options.compression == GradCompression::Fp16)
-      bucket.wire = torch::zeros({total}, torch::kHalf);
-    if (options.compression == GradCompression::Bf16)
-      bucket.wire = torch::zeros({total}, torch::kBFloat16);
+    // The buffer that is all-reduced lives in shared memory (shared_buckets), so that its
+    // all-reduces run in the peers' buffers (shm_window; half types accumulate in fp32 there).
+    auto zeros = [&](torch::ScalarType type) {
+      return options.shared_buckets ? shared_zeros(comm, total, type) : torch::zeros({total}, type);
+    };
+    if (options.compression == GradCompression::Fp16) bucket.wire = zeros(torch::kHalf);
+    if (options.compression == GradCompression::Bf16) bucket.wire = zeros(torch::kBFloat16);
+    bucket.flat = bucket.wire.defined() ? torch::zeros({total}, torch::kFloat) : zeros(torch::kFloat);
     buckets.push_back(std::move(bucket));
   }
   ready.assign(params.size(), 0);

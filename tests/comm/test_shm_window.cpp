@@ -28,11 +28,19 @@ constexpr std::size_t kCounts[] = {0, 1, 7, 1501, 9001};
 constexpr std::size_t kLargeCount = 1'000'003;  // 1 to 8 MiB, odd: uneven slices, many chunks
 constexpr std::size_t kWindowAbove = 16 * 1024;  // bytes; at most this runs shm_direct's one round
 
+/// Whether a reduction of `t` with `op` on window buffers can run in the window: every one
+/// but an integer average, which the communicator widens into 64-bit heap copies first (half
+/// types the window accumulates in fp32 itself).
+bool window_reduces(DataType t, ReduceOp op) {
+  const DataType wide = accumulation_type(t, op);
+  return wide == t || wide == DataType::Float32;
+}
+
 /// The algorithm a call on window buffers must report: shm_window past one round, unless
-/// the communicator widens the type first (half types, integer averages: the widened
-/// copies are on the heap, so those run shm_direct).
+/// the communicator widens the type first (integer averages: the widened copies are on the
+/// heap, so those run shm_direct).
 std::string window_algorithm(DataType t, ReduceOp op, std::size_t count) {
-  if (accumulation_type(t, op) != t) return "shm_direct";
+  if (!window_reduces(t, op)) return "shm_direct";
   return count * dtype_size(t) > kWindowAbove ? "shm_window" : "shm_direct";
 }
 
@@ -66,7 +74,7 @@ void reduce_scatter_into(Communicator& c, DataType t, ReduceOp op, std::size_t c
   const bool in_place = out == base + c.rank() * count * size;
   const std::string what = case_label("reducescatter", t, op, count, in_place);
   c.reduce_scatter(base, out, count, t, op);
-  const bool window = accumulation_type(t, op) == t && count * size * n > kWindowAbove;
+  const bool window = window_reduces(t, op) && count * size * n > kWindowAbove;
   if (c.size() > 1 && count > 0) {
     const std::string want = window ? "shm_window" : "shm_direct";
     rank_check(c.last_algorithm() == want, what + " ran " + c.last_algorithm());
@@ -173,6 +181,14 @@ TEST(WindowFallback, BuffersOutsideAWindowOnOneRankRunShmDirect) {
               all_reduce_into(c, DataType::Float64, ReduceOp::Avg, kCount / 2, mine, mine,
                               "shm_direct");
               all_reduce_into(c, DataType::Int32, ReduceOp::Max, kCount, window, window,
+                              "shm_window");
+              // Half types falling back are widened (summed in fp32, rounded once), as the
+              // communicator widens them: the reference's exact values at 3 ranks.
+              all_reduce_into(c, DataType::Bfloat16, ReduceOp::Sum, kCount, mine, mine,
+                              "shm_direct");
+              all_reduce_into(c, DataType::Float16, ReduceOp::Avg, kCount, mine, mine,
+                              "shm_direct");
+              all_reduce_into(c, DataType::Bfloat16, ReduceOp::Prod, kCount, window, window,
                               "shm_window");
               if (c.rank() == 1) c.free_shared(window);
               all_reduce_into(c, DataType::Int32, ReduceOp::Min, kCount, mine, mine, "shm_direct");

@@ -223,6 +223,15 @@ TEST(DdpEquivalence, CompressedGradients) {
   expect_equivalent(c, 2e-3);
   c.options.compression = GradCompression::Bf16;
   expect_equivalent(c, 2e-2);
+  // A wire copy past the arena's one-round size lives in shared memory (shared_buckets, the
+  // default): its all-reduce works in the peers' copies, accumulating in fp32 (shm_window).
+  c.options = DdpOptions{};  // default buckets: one, ~30 k parameters
+  c.options.compression = GradCompression::Bf16;
+  c.hidden = 160;
+  c.algorithm = "shm_window";
+  expect_equivalent(c, 2e-2);
+  c.options.compression = GradCompression::Fp16;
+  expect_equivalent(c, 2e-3);
 }
 
 }  // namespace

@@ -43,7 +43,8 @@ struct DdpOptions {
   /// each backward (in prepare_for_backward) when this is true.
   bool broadcast_buffers = true;
   GradCompression compression = GradCompression::None;
-  /// Gradient buckets in memory the ranks of a host share (Communicator::alloc_shared): their
+  /// Gradient buckets (with compression: their fp16/bf16 copies, which are what is
+  /// all-reduced) in memory the ranks of a host share (Communicator::alloc_shared): their
   /// all-reduces then read and write the peers' buckets in place, with no copy through the
   /// communicator's arena. Ordinary memory where the ranks do not share a host.
   bool shared_buckets = true;

@@ -1,0 +1,44 @@
+// Reductions carried out in a wider dtype than the caller's (core/reduce.hpp's
+// accumulation_type: fp32 for float16/bfloat16, 64-bit integers for an integer average):
+// the inputs are converted into wide copies, the wide collective runs, the result is
+// divided once when it is an average and converted back, so each element is rounded once.
+// The communicator widens every such call (comm/run_collective.cpp) but those whose
+// algorithm accumulates half types itself (Algorithm::accumulates_halves), and that
+// algorithm widens through this too when its own path is closed to it.
+#pragma once
+
+#include "algorithms/algorithm.hpp"
+#include "core/reduce.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace chorus::algorithms {
+
+/// Runs `args` (a reduction in the caller's dtype, Avg already lowered to Sum: `average` says
+/// whether it was one) as `wide` through `run_wide(CollectiveArgs&)`, on a communicator of
+/// `size` ranks where this rank is `rank`.
+template <typename RunWide>
+void run_widened(CollectiveArgs args, int rank, int size, DataType wide, bool average,
+                 RunWide&& run_wide) {
+  const DataType narrow = args.dtype;
+  const std::size_t send_elems = args.collective == Collective::ReduceScatter
+                                     ? args.count * static_cast<std::size_t>(size)
+                                     : args.count;
+  const std::size_t wide_size = dtype_size(wide);
+  const bool receives = args.collective != Collective::Reduce || args.root == rank;
+  std::vector<std::byte> wide_send(send_elems * wide_size);
+  std::vector<std::byte> wide_recv(receives ? args.count * wide_size : 0);
+  convert(args.send, narrow, wide_send.data(), wide, send_elems);
+  void* user_recv = args.recv;
+  args.send = wide_send.data();
+  args.recv = receives ? wide_recv.data() : nullptr;
+  args.dtype = wide;
+  args.average_folded = nullptr;  // divided here, once, in the wide dtype
+  run_wide(args);
+  if (!receives) return;
+  if (average) finalize_average(wide_recv.data(), args.count, wide, size);
+  convert(wide_recv.data(), wide, user_recv, narrow, args.count);
+}
+
+}  // namespace chorus::algorithms
