@@ -8,10 +8,10 @@
 #pragma once
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/common.hpp"
 #include "core/reduce.hpp"
 
 #include <cstddef>
-#include <vector>
 
 namespace chorus::algorithms {
 
@@ -25,10 +25,11 @@ void run_widened(CollectiveArgs args, int rank, int size, DataType wide, bool av
   const std::size_t send_elems = args.collective == Collective::ReduceScatter
                                      ? args.count * static_cast<std::size_t>(size)
                                      : args.count;
-  const std::size_t wide_size = dtype_size(wide);
   const bool receives = args.collective != Collective::Reduce || args.root == rank;
-  std::vector<std::byte> wide_send(send_elems * wide_size);
-  std::vector<std::byte> wide_recv(receives ? args.count * wide_size : 0);
+  // Scratch: the wide copies come back from the per-thread pool on the next call instead
+  // of being allocated, zeroed and faulted in again (it was most of a widened call's time).
+  Scratch wide_send(send_elems, wide);
+  Scratch wide_recv(receives ? args.count : 0, wide);
   convert(args.send, narrow, wide_send.data(), wide, send_elems);
   void* user_recv = args.recv;
   args.send = wide_send.data();

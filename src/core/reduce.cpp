@@ -71,28 +71,6 @@ bool convert_integer(const void* src, DataType from, void* dst, DataType to, std
   }
 }
 
-bool convert_half(const void* src, DataType from, void* dst, DataType to, std::size_t n) {
-  if (to == DataType::Float32) {
-    const auto* s = static_cast<const std::uint16_t*>(src);
-    auto* d = static_cast<float*>(dst);
-    if (from == DataType::Float16)
-      for (std::size_t i = 0; i < n; ++i) d[i] = half_to_float(s[i]);
-    else
-      for (std::size_t i = 0; i < n; ++i) d[i] = bf16_to_float(s[i]);
-    return true;
-  }
-  if (from == DataType::Float32) {
-    const auto* s = static_cast<const float*>(src);
-    auto* d = static_cast<std::uint16_t*>(dst);
-    if (to == DataType::Float16)
-      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_half(s[i]);
-    else
-      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(s[i]);
-    return true;
-  }
-  return false;
-}
-
 bool is_half(DataType t) { return t == DataType::Float16 || t == DataType::Bfloat16; }
 
 /// p[i] / d for floats, correctly rounded like the scalar division: by a power of two d that
@@ -154,8 +132,11 @@ void convert(const void* src, DataType from, void* dst, DataType to, std::size_t
     return;
   }
   bool done = false;
-  if (is_half(from) || is_half(to))
-    done = convert_half(src, from, dst, to, count);
+  if (is_half(from) || is_half(to)) {
+    // Resolved on first use, like reduce_into's kernel.
+    static const ConvertKernel kernel = convert_half_kernel(active_reduce_isa());
+    done = kernel(src, from, dst, to, count);
+  }
   else if (is_signed_int(from) || is_signed_int(to))
     done = (from == DataType::Int64 || to == DataType::Int64) &&
            convert_integer<std::int64_t>(src, from, dst, to, count);

@@ -192,6 +192,10 @@ void reduce_into_avx2(void* dst, const void* a, const void* b, std::size_t count
   simd::reduce_into_isa<Avx2>(dst, a, b, count, dtype, op);
 }
 
+bool convert_half_avx2(const void* src, DataType from, void* dst, DataType to, std::size_t count) {
+  return simd::convert_half_isa<Avx2>(src, from, dst, to, count);
+}
+
 }  // namespace chorus
 
 #pragma GCC pop_options
@@ -201,6 +205,9 @@ void reduce_into_avx2(void* dst, const void* a, const void* b, std::size_t count
 namespace chorus {
 void reduce_into_avx2(void*, const void*, const void*, std::size_t, DataType, ReduceOp) {
   throw Error(Status::InternalError, "the avx2 reduction kernel exists only on x86");
+}
+bool convert_half_avx2(const void*, DataType, void*, DataType, std::size_t) {
+  throw Error(Status::InternalError, "the avx2 conversion kernel exists only on x86");
 }
 }  // namespace chorus
 

@@ -178,6 +178,11 @@ void reduce_into_avx512(void* dst, const void* a, const void* b, std::size_t cou
   simd::reduce_into_isa<Avx512>(dst, a, b, count, dtype, op);
 }
 
+bool convert_half_avx512(const void* src, DataType from, void* dst, DataType to,
+                         std::size_t count) {
+  return simd::convert_half_isa<Avx512>(src, from, dst, to, count);
+}
+
 }  // namespace chorus
 
 #pragma GCC pop_options
@@ -188,6 +193,9 @@ void reduce_into_avx512(void* dst, const void* a, const void* b, std::size_t cou
 namespace chorus {
 void reduce_into_avx512(void*, const void*, const void*, std::size_t, DataType, ReduceOp) {
   throw Error(Status::InternalError, "the avx512 reduction kernel exists only on x86");
+}
+bool convert_half_avx512(const void*, DataType, void*, DataType, std::size_t) {
+  throw Error(Status::InternalError, "the avx512 conversion kernel exists only on x86");
 }
 }  // namespace chorus
 

@@ -111,6 +111,22 @@ ReduceKernel reduce_kernel(ReduceIsa isa) {
   return reduce_into_generic;
 }
 
+ConvertKernel convert_half_kernel(ReduceIsa isa) {
+  if (!reduce_isa_supported(isa)) {
+    throw Error(Status::InvalidArgument,
+                "the " + std::string(to_string(isa)) + " conversion kernel is not supported here");
+  }
+  switch (isa) {
+    case ReduceIsa::Avx2:
+      return convert_half_avx2;
+    case ReduceIsa::Avx512:
+      return convert_half_avx512;
+    case ReduceIsa::Generic:
+      break;
+  }
+  return convert_half_generic;
+}
+
 ReduceIsa active_reduce_isa() {
   static const ReduceIsa isa = resolve_isa();
   return isa;

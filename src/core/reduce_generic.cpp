@@ -111,4 +111,31 @@ void reduce_into_generic(void* dst, const void* a, const void* b, std::size_t co
   throw Error(Status::InternalError, "reduce kernel called with an unknown dtype");
 }
 
+bool convert_half_generic(const void* src, DataType from, void* dst, DataType to, std::size_t n) {
+  const DataType half = to == DataType::Float32 ? from : to;
+  if ((from == DataType::Float32) == (to == DataType::Float32) ||
+      (half != DataType::Float16 && half != DataType::Bfloat16)) {
+    return false;
+  }
+  if (to == DataType::Float32) {
+    const auto* s = static_cast<const std::uint16_t*>(src);
+    auto* d = static_cast<float*>(dst);
+    if (from == DataType::Float16)
+      for (std::size_t i = 0; i < n; ++i) d[i] = half_to_float(s[i]);
+    else
+      for (std::size_t i = 0; i < n; ++i) d[i] = bf16_to_float(s[i]);
+    return true;
+  }
+  if (from == DataType::Float32) {
+    const auto* s = static_cast<const float*>(src);
+    auto* d = static_cast<std::uint16_t*>(dst);
+    if (to == DataType::Float16)
+      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_half(s[i]);
+    else
+      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(s[i]);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace chorus

@@ -40,6 +40,16 @@ bool reduce_isa_supported(ReduceIsa isa) noexcept;
 /// The kernel for `isa`. Throws Error(InvalidArgument) when it is not supported.
 ReduceKernel reduce_kernel(ReduceIsa isa);
 
+/// Converts `count` elements from a half type (float16, bfloat16) to float32 or back,
+/// bit-identical to core/half.hpp's scalar conversions (a float16 NaN's payload excepted, as
+/// for the reduction kernels); false for any other pair of types (nothing converted).
+using ConvertKernel = bool (*)(const void* src, DataType from, void* dst, DataType to,
+                               std::size_t count);
+
+/// The half-type conversion kernel for `isa`. Throws Error(InvalidArgument) when it is not
+/// supported.
+ConvertKernel convert_half_kernel(ReduceIsa isa);
+
 /// The ISA reduce_into() uses in this process (resolved once, thread-safe).
 /// Throws Error(InvalidArgument) when CHORUS_REDUCE_ISA names an unknown or
 /// unsupported ISA.
@@ -53,5 +63,10 @@ void reduce_into_avx2(void* dst, const void* a, const void* b, std::size_t count
                       ReduceOp op);
 void reduce_into_avx512(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
                         ReduceOp op);
+bool convert_half_generic(const void* src, DataType from, void* dst, DataType to,
+                          std::size_t count);
+bool convert_half_avx2(const void* src, DataType from, void* dst, DataType to, std::size_t count);
+bool convert_half_avx512(const void* src, DataType from, void* dst, DataType to,
+                         std::size_t count);
 
 }  // namespace chorus

@@ -111,4 +111,34 @@ void reduce_into_isa(void* dst, const void* a, const void* b, std::size_t n, Dat
   reduce_into_generic(dst, a, b, n, dtype, op);  // throws for an unknown dtype
 }
 
+// Half <-> fp32 with the lane traits of a half type `H` (whose vectors hold fp32 lanes: its
+// load widens exactly, its store rounds as the scalar conversion does) and of fp32 `F`; the
+// tail (fewer than kLanes elements) goes to the scalar conversions.
+template <typename H, typename F>
+bool convert_lanes(const void* src, DataType from, void* dst, DataType to, std::size_t n) {
+  static_assert(H::kLanes == F::kLanes);
+  std::size_t i = 0;
+  if (to == DataType::Float32) {
+    const auto* s = static_cast<const typename H::T*>(src);
+    auto* d = static_cast<float*>(dst);
+    for (; i + H::kLanes <= n; i += H::kLanes) F::store(d + i, H::load(s + i));
+    return convert_half_generic(s + i, from, d + i, to, n - i);
+  }
+  const auto* s = static_cast<const float*>(src);
+  auto* d = static_cast<typename H::T*>(dst);
+  for (; i + H::kLanes <= n; i += H::kLanes) H::store(d + i, F::load(s + i));
+  return convert_half_generic(s + i, from, d + i, to, n - i);
+}
+
+template <typename Isa>
+bool convert_half_isa(const void* src, DataType from, void* dst, DataType to, std::size_t n) {
+  const DataType half = to == DataType::Float32 ? from : to;
+  if ((from == DataType::Float32) == (to == DataType::Float32)) return false;
+  if (half == DataType::Float16)
+    return convert_lanes<typename Isa::F16, typename Isa::F32>(src, from, dst, to, n);
+  if (half == DataType::Bfloat16)
+    return convert_lanes<typename Isa::BF16, typename Isa::F32>(src, from, dst, to, n);
+  return false;
+}
+
 }  // namespace chorus::simd

@@ -186,6 +186,69 @@ TEST(ReduceSimd, HalfTypesRoundLikeGenericOnEveryBitPattern) {
   }
 }
 
+// The half <-> fp32 conversion kernels against the generic (scalar) one: every fp16/bf16 bit
+// pattern widened; narrowed, random fp32 bits and the fp32 values around every half rounding
+// edge (each half value plus and minus 0, 1 and half an fp32 step below the half's step: ties,
+// overflow to infinity, subnormals), at every length up to 40 and misaligned. A NaN's payload
+// may differ, as for the reductions.
+TEST(ReduceSimd, HalfConversionsMatchGeneric) {
+  std::vector<std::uint16_t> halves(65536);
+  for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<std::uint16_t>(i);
+  std::vector<std::uint32_t> floats;
+  std::mt19937_64 rng(0xc0417u);
+  for (int i = 0; i < 20000; ++i) floats.push_back(static_cast<std::uint32_t>(rng()));
+  for (std::uint32_t h = 0; h < 65536; h += 1) {
+    const std::uint32_t f16 = std::bit_cast<std::uint32_t>(half_to_float(static_cast<std::uint16_t>(h)));
+    const std::uint32_t bf16 = h << 16;
+    for (std::uint32_t base : {f16, bf16}) {
+      for (std::uint32_t delta : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x7fffu, 0x8000u, 0x8001u}) {
+        floats.push_back(base + delta);
+        floats.push_back(base - delta);
+      }
+    }
+  }
+  auto same = [](DataType dtype, const void* want, const void* got, std::size_t n) {
+    const std::size_t size = dtype_size(dtype);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto* w = static_cast<const std::uint8_t*>(want) + i * size;
+      const auto* g = static_cast<const std::uint8_t*>(got) + i * size;
+      if (std::memcmp(w, g, size) != 0 && !(is_nan(dtype, w) && is_nan(dtype, g))) return i;
+    }
+    return n;
+  };
+  for (ReduceIsa isa : kReduceIsas) {
+    if (!reduce_isa_supported(isa)) continue;
+    const ConvertKernel kernel = convert_half_kernel(isa);
+    for (DataType half : {DataType::Float16, DataType::Bfloat16}) {
+      std::vector<float> want_wide(halves.size()), got_wide(halves.size() + 4);
+      ASSERT_TRUE(convert_half_generic(halves.data(), half, want_wide.data(), DataType::Float32,
+                                       halves.size()));
+      ASSERT_TRUE(kernel(halves.data(), half, got_wide.data() + 1, DataType::Float32, halves.size()));
+      ASSERT_EQ(same(DataType::Float32, want_wide.data(), got_wide.data() + 1, halves.size()),
+                halves.size())
+          << to_string(isa) << " " << to_string(half) << " widening";
+      std::vector<std::uint16_t> want_narrow(floats.size()), got_narrow(floats.size() + 4);
+      ASSERT_TRUE(convert_half_generic(floats.data(), DataType::Float32, want_narrow.data(), half,
+                                       floats.size()));
+      ASSERT_TRUE(kernel(floats.data(), DataType::Float32, got_narrow.data() + 3, half,
+                         floats.size()));
+      const std::size_t bad = same(half, want_narrow.data(), got_narrow.data() + 3, floats.size());
+      ASSERT_EQ(bad, floats.size()) << to_string(isa) << " " << to_string(half) << " narrowing "
+                                    << std::hex << (bad < floats.size() ? floats[bad] : 0u);
+      for (std::size_t length = 0; length <= 40; ++length) {  // the tails
+        std::vector<std::uint16_t> out(length + 1, 0xabcd);
+        ASSERT_TRUE(kernel(floats.data() + 5, DataType::Float32, out.data(), half, length));
+        ASSERT_EQ(same(half, want_narrow.data() + 5, out.data(), length), length) << length;
+        EXPECT_EQ(out[length], 0xabcd) << "wrote past the end at length " << length;
+      }
+    }
+    std::uint16_t h[4] = {};
+    float f[4] = {};
+    EXPECT_FALSE(kernel(h, DataType::Float16, h, DataType::Bfloat16, 4)) << to_string(isa);
+    EXPECT_FALSE(kernel(f, DataType::Float32, f, DataType::Float32, 4)) << to_string(isa);
+  }
+}
+
 TEST(ReduceSimd, IsaNamesRoundTripAndGenericIsAlwaysThere) {
   for (ReduceIsa isa : kReduceIsas) {
     ReduceIsa parsed;
