@@ -10,9 +10,9 @@
 // finished() picks up (one collective runs at a time on a communicator).
 //
 // Timestamps are steady-clock points (those of a blocking call run by its caller come from
-// coarse_now(), core/deadline.hpp: the same clock at its tick's resolution); a snapshot carries a (steady, wall-clock)
-// anchor taken at construction, so dumps of different ranks can be put on one
-// wall-clock time line.
+// coarse_now(), core/deadline.hpp: the same clock at its tick's resolution); a snapshot
+// carries a (steady, wall-clock) anchor taken at construction, so dumps of different ranks
+// can be put on one wall-clock time line.
 #pragma once
 
 #include "core/collective.hpp"

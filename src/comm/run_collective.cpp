@@ -75,17 +75,19 @@ void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
   if (average) args.op = ReduceOp::Sum;
   bool folded = false;
   if (average) args.average_folded = &folded;
-  if (wide != args.dtype && args.count > 0) {
+  if (wide == args.dtype || args.count == 0) {
+    run_selected(comm, args);
+  } else {
     // Widened whole (algorithms/widen.hpp), unless the algorithm chosen for the caller's
     // half-type buffers accumulates in fp32 itself.
+    const auto widened = [&] {
+      algorithms::run_widened(args, comm.rank, comm.size, wide, average,
+                              [&comm](algorithms::CollectiveArgs& w) { run_selected(comm, w); });
+    };
+    if (wide != DataType::Float32) return widened();
     const algorithms::Selection choice = select(comm, args);
-    if (!choice.algorithm->accumulates_halves || wide != DataType::Float32) {
-      return algorithms::run_widened(args, comm.rank, comm.size, wide, average,
-                                     [&comm](algorithms::CollectiveArgs& w) { run_selected(comm, w); });
-    }
+    if (!choice.algorithm->accumulates_halves) return widened();
     run_choice(comm, args, choice);
-  } else {
-    run_selected(comm, args);
   }
   if (average && !folded && args.count > 0 && receives_result(args, comm.rank)) {
     finalize_average(args.recv, args.count, args.dtype, comm.size);

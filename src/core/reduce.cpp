@@ -2,7 +2,6 @@
 // time, see reduce_kernels.hpp), conversions between dtypes, and averaging.
 #include "core/reduce.hpp"
 
-#include "core/half.hpp"
 #include "core/reduce_kernels.hpp"
 
 #include <chorus/error.hpp>
@@ -136,13 +135,13 @@ void convert(const void* src, DataType from, void* dst, DataType to, std::size_t
     // Resolved on first use, like reduce_into's kernel.
     static const ConvertKernel kernel = convert_half_kernel(active_reduce_isa());
     done = kernel(src, from, dst, to, count);
-  }
-  else if (is_signed_int(from) || is_signed_int(to))
+  } else if (is_signed_int(from) || is_signed_int(to)) {
     done = (from == DataType::Int64 || to == DataType::Int64) &&
            convert_integer<std::int64_t>(src, from, dst, to, count);
-  else if (is_unsigned_int(from) || is_unsigned_int(to))
+  } else if (is_unsigned_int(from) || is_unsigned_int(to)) {
     done = (from == DataType::Uint64 || to == DataType::Uint64) &&
            convert_integer<std::uint64_t>(src, from, dst, to, count);
+  }
   if (!done) {
     throw Error(Status::InternalError, "no conversion from " + std::string(to_string(from)) +
                                            " to " + std::string(to_string(to)));
