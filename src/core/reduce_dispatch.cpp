@@ -95,36 +95,37 @@ bool reduce_isa_supported(ReduceIsa isa) noexcept {
   return false;
 }
 
-ReduceKernel reduce_kernel(ReduceIsa isa) {
+namespace {
+
+/// The kernel of `isa` among one per ISA; `what` ("reduction", "conversion") names it in the
+/// error when the ISA is not supported here.
+template <typename Kernel>
+Kernel kernel_for(ReduceIsa isa, const char* what, Kernel generic, Kernel avx2, Kernel avx512) {
   if (!reduce_isa_supported(isa)) {
-    throw Error(Status::InvalidArgument,
-                "the " + std::string(to_string(isa)) + " reduction kernel is not supported here");
+    throw Error(Status::InvalidArgument, "the " + std::string(to_string(isa)) + " " + what +
+                                             " kernel is not supported here");
   }
   switch (isa) {
     case ReduceIsa::Avx2:
-      return reduce_into_avx2;
+      return avx2;
     case ReduceIsa::Avx512:
-      return reduce_into_avx512;
+      return avx512;
     case ReduceIsa::Generic:
       break;
   }
-  return reduce_into_generic;
+  return generic;
+}
+
+}  // namespace
+
+ReduceKernel reduce_kernel(ReduceIsa isa) {
+  return kernel_for<ReduceKernel>(isa, "reduction", reduce_into_generic, reduce_into_avx2,
+                                  reduce_into_avx512);
 }
 
 ConvertKernel convert_half_kernel(ReduceIsa isa) {
-  if (!reduce_isa_supported(isa)) {
-    throw Error(Status::InvalidArgument,
-                "the " + std::string(to_string(isa)) + " conversion kernel is not supported here");
-  }
-  switch (isa) {
-    case ReduceIsa::Avx2:
-      return convert_half_avx2;
-    case ReduceIsa::Avx512:
-      return convert_half_avx512;
-    case ReduceIsa::Generic:
-      break;
-  }
-  return convert_half_generic;
+  return kernel_for<ConvertKernel>(isa, "conversion", convert_half_generic, convert_half_avx2,
+                                   convert_half_avx512);
 }
 
 ReduceIsa active_reduce_isa() {
