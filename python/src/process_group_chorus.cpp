@@ -93,16 +93,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce(std::vector<at::Ten
                copy_back(tensors[0], buf));
 }
 
-bool ProcessGroupChorus::share_bucket(const at::Tensor& bucket) {
-  if (shared_memory_full_ || !wants_shared_storage(bucket)) return is_shared_storage(bucket);
+void ProcessGroupChorus::share_bucket(const at::Tensor& bucket) {
+  if (shared_memory_full_ || !wants_shared_storage(bucket)) return;
   try {
     move_into_shared_storage(bucket, comm("allreduce"));
   } catch (const chorus::Error& e) {
     if (e.status() != chorus::Status::SystemError) throw;
     shared_memory_full_ = true;  // every rank saw the same failure (alloc_shared agrees)
-    return false;
   }
-  return true;
 }
 
 // All tensors travel as one flat buffer, reduced once, then copied back.

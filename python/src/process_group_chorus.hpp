@@ -83,10 +83,10 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   /// (shared_storage.hpp), whatever CHORUS_TORCH_SHARED_BUCKETS says: inside the hook the
   /// tensor is DDP's own bucket, which nothing outside DDP points into by raw pointer.
   /// Collective over the group: every rank calls it for its bucket of the same size, in the
-  /// same order (DDP's buckets are). Moves it when wants_shared_storage(); true when the
-  /// storage is (now) shared. When the host's shared memory cannot hold it (every rank
-  /// alike), nothing is moved, false, and later calls move nothing either.
-  bool share_bucket(const at::Tensor& bucket);
+  /// same order (DDP's buckets are). Moves it when wants_shared_storage(). When the host's
+  /// shared memory cannot hold it (every rank alike), nothing is moved, and later calls move
+  /// nothing either.
+  void share_bucket(const at::Tensor& bucket);
 
  private:
   /// The communicator to issue `op` on, with per-call `timeout` (kUnsetTimeout:

@@ -37,14 +37,11 @@ bool shared_buckets_from_env() {
   return true;
 }
 
-bool is_shared_storage(const at::Tensor& t) {
-  return t.has_storage() && t.storage().data_ptr().get_deleter() == &free_shared_memory;
-}
-
 bool wants_shared_storage(const at::Tensor& t) {
   if (!t.is_contiguous() || t.storage_offset() != 0 || !t.has_storage()) return false;
   const std::size_t bytes = static_cast<std::size_t>(t.numel()) * t.element_size();
-  return bytes >= kSharedMinBytes && t.storage().nbytes() == bytes && !is_shared_storage(t);
+  return bytes >= kSharedMinBytes && t.storage().nbytes() == bytes &&
+         t.storage().data_ptr().get_deleter() != &free_shared_memory;
 }
 
 void move_into_shared_storage(const at::Tensor& t, chorus::Communicator& comm) {

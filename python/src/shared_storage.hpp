@@ -28,9 +28,6 @@ bool shared_buckets_from_env();
 /// Whether `t` is a contiguous whole storage of at least kSharedMinBytes not moved yet.
 bool wants_shared_storage(const at::Tensor& t);
 
-/// Whether `t`'s storage was moved into shared memory.
-bool is_shared_storage(const at::Tensor& t);
-
 /// Moves `t`'s storage into `comm`'s shared memory (collective over comm); the memory is
 /// freed, on this rank, when the storage is. Throws chorus::Error (SystemError on every rank
 /// alike) when the host's shared memory cannot hold it.

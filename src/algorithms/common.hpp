@@ -104,9 +104,16 @@ const void* alltoallv_input(const CollectiveArgs& args, Scratch* snapshot);
 /// send to recv where the collective moves data). True when the call is done.
 bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& args);
 
+/// Whether `rank` receives the call's result (a reduce: only its root).
+inline bool receives_result(const CollectiveArgs& args, int rank) {
+  return args.collective != Collective::Reduce || args.root == rank;
+}
+
 /// Runs `counterpart`, the shm_direct algorithm of the same collective, for a call the
 /// selected algorithm cannot serve after all (cma reads forbidden, buffers outside the
-/// shared windows), and names it in args.ran_as.
+/// shared windows), and names it in args.ran_as. A reduction of a half type the caller's
+/// algorithm accumulated in fp32 itself (Algorithm::accumulates_halves) runs on fp32 copies
+/// (algorithms/widen.hpp), so that each element is still rounded once.
 void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
                             void (*counterpart)(transport::Transport&, const CollectiveArgs&));
 

@@ -3,8 +3,8 @@
 // the inputs are converted into wide copies, the wide collective runs, the result is
 // divided once when it is an average and converted back, so each element is rounded once.
 // The communicator widens every such call (comm/run_collective.cpp) but those whose
-// algorithm accumulates half types itself (Algorithm::accumulates_halves), and that
-// algorithm widens through this too when its own path is closed to it.
+// algorithm accumulates half types itself (Algorithm::accumulates_halves); when such an
+// algorithm hands its call to shm_direct, run_shm_direct_instead widens it through this.
 #pragma once
 
 #include "algorithms/algorithm.hpp"
@@ -25,7 +25,7 @@ void run_widened(CollectiveArgs args, int rank, int size, DataType wide, bool av
   const std::size_t send_elems = args.collective == Collective::ReduceScatter
                                      ? args.count * static_cast<std::size_t>(size)
                                      : args.count;
-  const bool receives = args.collective != Collective::Reduce || args.root == rank;
+  const bool receives = receives_result(args, rank);
   // Scratch: the wide copies come back from the per-thread pool on the next call instead
   // of being allocated, zeroed and faulted in again (it was most of a widened call's time).
   Scratch wide_send(send_elems, wide);

@@ -3,7 +3,6 @@
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
-#include "algorithms/widen.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -79,8 +78,7 @@ std::size_t WindowCall::chunk_elements() const {
 }
 
 bool WindowCall::widens() const {
-  return args_.dtype != DataType::Float32 &&
-         accumulation_type(args_.dtype, args_.op) == DataType::Float32;
+  return accumulation_type(args_.dtype, args_.op) != args_.dtype;
 }
 
 void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const {
@@ -91,9 +89,7 @@ void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* 
   if (widens()) {
     // Every input converted to fp32 (the peers' in a scratch chunk that stays in cache),
     // reduced there, divided when an average, rounded once into `out`.
-    thread_local std::vector<float> sum, term;
-    sum.resize(count);
-    term.resize(count);
+    Scratch sum(count, DataType::Float32), term(count, DataType::Float32);
     convert(input(r), args_.dtype, sum.data(), DataType::Float32, count);
     for (int k = next; k != r; k = (k + 1) % n) {
       convert(input(k), args_.dtype, term.data(), DataType::Float32, count);
@@ -108,20 +104,6 @@ void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* 
     reduce_inplace(out, input(k), count, args_.dtype, args_.op);
   }
   if (args_.average_folded) finalize_average(out, count, args_.dtype, n);
-}
-
-void run_shm_direct_instead_of_window(
-    transport::Transport& transport, const CollectiveArgs& args,
-    void (*counterpart)(transport::Transport&, const CollectiveArgs&)) {
-  const DataType wide = accumulation_type(args.dtype, args.op);
-  if (wide == args.dtype) {
-    return run_shm_direct_instead(transport, args, counterpart);
-  }
-  if (args.ran_as) *args.ran_as = "shm_direct";
-  const bool average = args.average_folded != nullptr;
-  run_widened(args, transport.rank(), transport.size(), wide, average,
-              [&](CollectiveArgs& w) { counterpart(transport, w); });
-  if (average) *args.average_folded = true;
 }
 
 void WindowCall::finish() {

@@ -51,7 +51,8 @@ class WindowCall {
   void finish();
 
  private:
-  /// A half type reduced in fp32 (Sum, Prod; Avg arrives as Sum).
+  /// A half type reduced in fp32 (Sum, Prod; Avg arrives as Sum; integer averages never
+  /// reach an algorithm: the communicator widens them).
   bool widens() const;
 
   const CollectiveArgs& args_;
@@ -61,13 +62,6 @@ class WindowCall {
   std::vector<const std::byte*> send_;
   std::vector<std::byte*> recv_;
 };
-
-/// What a reducing shm_window algorithm runs when its call is not usable: `counterpart`, its
-/// shm_direct form, on fp32 copies when the call reduces a half type (algorithms/widen.hpp),
-/// so that each element is still rounded once.
-void run_shm_direct_instead_of_window(
-    transport::Transport& transport, const CollectiveArgs& args,
-    void (*counterpart)(transport::Transport&, const CollectiveArgs&));
 
 /// Above this many bytes in a rank's larger buffer, the shm_window algorithms accept a call
 /// (below, the arena's one-round paths win).

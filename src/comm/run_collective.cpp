@@ -55,11 +55,6 @@ void run_selected(CommState& comm, algorithms::CollectiveArgs& args) {
   run_choice(comm, args, select(comm, args));
 }
 
-/// Whether this rank receives a reduced result (reduce: only the root).
-bool receives_result(const algorithms::CollectiveArgs& args, int rank) {
-  return args.collective != Collective::Reduce || args.root == rank;
-}
-
 }  // namespace
 
 void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
@@ -89,7 +84,7 @@ void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
     if (!choice.algorithm->accumulates_halves) return widened();
     run_choice(comm, args, choice);
   }
-  if (average && !folded && args.count > 0 && receives_result(args, comm.rank)) {
+  if (average && !folded && args.count > 0 && algorithms::receives_result(args, comm.rank)) {
     finalize_average(args.recv, args.count, args.dtype, comm.size);
   }
 }

@@ -112,30 +112,24 @@ void reduce_into_generic(void* dst, const void* a, const void* b, std::size_t co
 }
 
 bool convert_half_generic(const void* src, DataType from, void* dst, DataType to, std::size_t n) {
-  const DataType half = to == DataType::Float32 ? from : to;
-  if ((from == DataType::Float32) == (to == DataType::Float32) ||
-      (half != DataType::Float16 && half != DataType::Bfloat16)) {
-    return false;
-  }
+  const DataType half = half_of_conversion(from, to);
+  if (half == DataType::Float32) return false;
   if (to == DataType::Float32) {
     const auto* s = static_cast<const std::uint16_t*>(src);
     auto* d = static_cast<float*>(dst);
-    if (from == DataType::Float16)
+    if (half == DataType::Float16)
       for (std::size_t i = 0; i < n; ++i) d[i] = half_to_float(s[i]);
     else
       for (std::size_t i = 0; i < n; ++i) d[i] = bf16_to_float(s[i]);
     return true;
   }
-  if (from == DataType::Float32) {
-    const auto* s = static_cast<const float*>(src);
-    auto* d = static_cast<std::uint16_t*>(dst);
-    if (to == DataType::Float16)
-      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_half(s[i]);
-    else
-      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(s[i]);
-    return true;
-  }
-  return false;
+  const auto* s = static_cast<const float*>(src);
+  auto* d = static_cast<std::uint16_t*>(dst);
+  if (half == DataType::Float16)
+    for (std::size_t i = 0; i < n; ++i) d[i] = float_to_half(s[i]);
+  else
+    for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(s[i]);
+  return true;
 }
 
 }  // namespace chorus

@@ -46,6 +46,16 @@ ReduceKernel reduce_kernel(ReduceIsa isa);
 using ConvertKernel = bool (*)(const void* src, DataType from, void* dst, DataType to,
                                std::size_t count);
 
+/// The half type of a conversion between float16/bfloat16 and float32 (either way); Float32
+/// when `from` -> `to` is no such pair (the kernels then return false).
+inline DataType half_of_conversion(DataType from, DataType to) {
+  const DataType half = to == DataType::Float32 ? from : to;
+  const bool one_side_fp32 = (from == DataType::Float32) != (to == DataType::Float32);
+  return one_side_fp32 && (half == DataType::Float16 || half == DataType::Bfloat16)
+             ? half
+             : DataType::Float32;
+}
+
 /// The half-type conversion kernel for `isa`. Throws Error(InvalidArgument) when it is not
 /// supported.
 ConvertKernel convert_half_kernel(ReduceIsa isa);

@@ -132,13 +132,14 @@ bool convert_lanes(const void* src, DataType from, void* dst, DataType to, std::
 
 template <typename Isa>
 bool convert_half_isa(const void* src, DataType from, void* dst, DataType to, std::size_t n) {
-  const DataType half = to == DataType::Float32 ? from : to;
-  if ((from == DataType::Float32) == (to == DataType::Float32)) return false;
-  if (half == DataType::Float16)
-    return convert_lanes<typename Isa::F16, typename Isa::F32>(src, from, dst, to, n);
-  if (half == DataType::Bfloat16)
-    return convert_lanes<typename Isa::BF16, typename Isa::F32>(src, from, dst, to, n);
-  return false;
+  switch (half_of_conversion(from, to)) {
+    case DataType::Float16:
+      return convert_lanes<typename Isa::F16, typename Isa::F32>(src, from, dst, to, n);
+    case DataType::Bfloat16:
+      return convert_lanes<typename Isa::BF16, typename Isa::F32>(src, from, dst, to, n);
+    default:
+      return false;
+  }
 }
 
 }  // namespace chorus::simd

@@ -42,7 +42,7 @@ void allreduce_shm_window(transport::Transport& transport, const CollectiveArgs&
   if (finish_trivial_call(transport, args)) return;
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   WindowCall call(transport, args, bytes, bytes);
-  if (!call.usable()) return run_shm_direct_instead_of_window(transport, args, allreduce_shm_direct);
+  if (!call.usable()) return run_shm_direct_instead(transport, args, allreduce_shm_direct);
   reduce_and_scatter_slice(call, args, transport.size(), transport.rank());
   if (args.average_folded) *args.average_folded = true;
   call.finish();

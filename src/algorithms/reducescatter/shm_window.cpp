@@ -19,7 +19,7 @@ void reduce_scatter_shm_window(transport::Transport& transport, const Collective
   const int r = transport.rank();
   const std::size_t block = bytes_of(args.count, args.dtype);
   WindowCall call(transport, args, block * static_cast<std::size_t>(n), block);
-  if (!call.usable()) return run_shm_direct_instead_of_window(transport, args, reduce_scatter_shm_direct);
+  if (!call.usable()) return run_shm_direct_instead(transport, args, reduce_scatter_shm_direct);
   const std::size_t chunk = call.chunk_elements();
   const std::size_t own = static_cast<std::size_t>(r) * args.count;
   for (std::size_t done = 0; done < args.count; done += chunk) {
