@@ -53,10 +53,27 @@ constexpr bool is_valid(DataType dtype) noexcept {
 constexpr bool is_valid(ReduceOp op) noexcept {
   return static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps;
 }
-/// Size in bytes of one element; 0 for a value outside the enum.
+/// Size in bytes of one element; 0 for a value outside the enum. (A switch, which the
+/// compiler turns into one load from a read-only table: a local array would be rebuilt on
+/// the stack at every call.)
 constexpr std::size_t dtype_size(DataType dtype) noexcept {
-  constexpr std::size_t kSizes[kNumDataTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-  return is_valid(dtype) ? kSizes[static_cast<int>(dtype)] : 0;
+  switch (dtype) {
+    case DataType::Int8:
+    case DataType::Uint8:
+      return 1;
+    case DataType::Float16:
+    case DataType::Bfloat16:
+      return 2;
+    case DataType::Int32:
+    case DataType::Uint32:
+    case DataType::Float32:
+      return 4;
+    case DataType::Int64:
+    case DataType::Uint64:
+    case DataType::Float64:
+      return 8;
+  }
+  return 0;
 }
 /// Lower-case names: "int8" .. "float64"; "sum" .. "avg"; "success" .. "in progress".
 CHORUS_EXPORT std::string_view to_string(DataType dtype) noexcept;

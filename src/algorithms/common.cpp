@@ -168,9 +168,12 @@ std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
   constexpr std::size_t kMinBytes = 512 * 1024;
   constexpr std::size_t kRounds = 8;
   const std::size_t round_bytes = arena.round_bytes();
+  const std::size_t whole = bytes_of(count, dtype);
+  // One round holds the whole message (every small call): no division.
+  if (whole <= std::min(round_bytes, kMinBytes)) return std::max<std::size_t>(1, count);
   const std::size_t bytes =
       arena.cores_shared() ? round_bytes
-                           : std::min(round_bytes, std::max(kMinBytes, bytes_of(count, dtype) / kRounds));
+                           : std::min(round_bytes, std::max(kMinBytes, whole / kRounds));
   return std::max<std::size_t>(1, bytes / dtype_size(dtype));
 }
 

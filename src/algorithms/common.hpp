@@ -30,7 +30,8 @@ inline const std::byte* element_at(const void* base, std::size_t index, DataType
 /// least 512 KiB, at most a round), so that the side that writes a round and the side that
 /// reads it out work at the same time instead of one after the other. Whole rounds when
 /// ranks share cores (transport::shm::HostArena::cores_shared): the other side is then often
-/// not running, and each extra round can cost a scheduler slice.
+/// not running, and each extra round can cost a scheduler slice. `count` (at least 1) when
+/// one round holds the whole message.
 std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
                                     const transport::shm::HostArena& arena);
 
