@@ -57,6 +57,7 @@ std::shared_ptr<RequestState> Executor::enqueue(Item item, const std::optional<O
     if (stopping_) throw Error(Status::InvalidUsage, "the communicator has been destroyed");
     if (recorder_ && op) request->record = recorder_->issued(*op, Clock::now());
     queue_.push_back(std::move(item));
+    publish_idle();
     interrupt = waiting_in_transport_;
   }
   if (interrupt) transport_->interrupt();
@@ -77,14 +78,10 @@ std::shared_ptr<RequestState> Executor::submit_posted(Post post,
 
 bool Executor::claim(const OpDescription& op, Clock::time_point now,
                      FlightRecorder::RecordId* record) {
-  std::lock_guard lock(mutex_);
-  if (!idle() || stopping_) return false;
-  running_ = true;
-  *record = 0;
-  if (recorder_) {
-    *record = recorder_->issued(op, now);
-    recorder_->started(*record, now);
-  }
+  // The acquire pairs with publish_idle()'s release: the last step's work happened before.
+  if (!idle_.load(std::memory_order_acquire)) return false;
+  claimed_.store(true, std::memory_order_relaxed);  // the issuing lock publishes it
+  *record = recorder_ ? recorder_->issued(op, now, /*started=*/true) : 0;
   return true;
 }
 
@@ -92,16 +89,23 @@ void Executor::run_claimed(void (*run)(void* context), void* context,
                            FlightRecorder::RecordId record) {
   Outcome outcome = guarded([run, context] { run(context); });
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
-  std::unique_lock lock(mutex_);
   if (recorder_) recorder_->finished(record, outcome.status, outcome.message, coarse_now());
-  if (outcome.failed()) dump_after_failure(lock, outcome.status);
-  running_ = false;
-  step_done();
-  lock.unlock();
+  if (outcome.failed()) {
+    // claimed_ stays set through the dump: no other step runs meanwhile.
+    std::unique_lock lock(mutex_);
+    dump_after_failure(lock, outcome.status);
+  }
+  claimed_.store(false, std::memory_order_seq_cst);
+  if (attention_.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(mutex_);
+    attention_.store(false, std::memory_order_relaxed);
+    step_done();
+  }
   if (outcome.failed()) throw Error(outcome.status, outcome.message);
 }
 
 void Executor::step_done() {
+  publish_idle();
   changed_.notify_all();
   if (helpers_ == 0 && (has_work() || stopping_)) work_.notify_one();
 }
@@ -123,7 +127,6 @@ void Executor::dump_after_failure(std::unique_lock<std::mutex>& lock, Status sta
 }
 
 std::optional<TraceSnapshot> Executor::trace_snapshot() {
-  std::lock_guard lock(mutex_);
   if (!recorder_ || !recorder_->enabled()) return std::nullopt;
   return recorder_->snapshot(Clock::now());
 }
@@ -135,7 +138,7 @@ void Executor::finish(const std::shared_ptr<RequestState>& request, Status statu
 }
 
 bool Executor::step(std::unique_lock<std::mutex>& lock) {
-  if (running_) return false;
+  if (running_ || held_by_claim()) return false;
   if (!queue_.empty()) {
     if (queue_.front().post) {
       Item item = std::move(queue_.front());
@@ -239,7 +242,7 @@ void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) 
 void Executor::worker_loop() {
   std::unique_lock lock(mutex_);
   while (true) {
-    work_.wait(lock, [&] { return (stopping_ && idle()) || (!running_ && has_work()); });
+    work_.wait(lock, [&] { return (stopping_ && idle()) || (!running_ && has_work() && !held_by_claim()); });
     if (step(lock)) continue;
     if (stopping_ && idle()) return;
   }
@@ -275,6 +278,7 @@ void Executor::drain_and_stop() {
   std::unique_lock lock(mutex_);
   if (!worker_.joinable()) return;
   stopping_ = true;
+  publish_idle();
   changed_.notify_all();
   work_.notify_one();
   changed_.wait(lock, [&] { return idle(); });

@@ -18,6 +18,7 @@
 
 #include <chorus/types.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -86,6 +87,14 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// `now`: when the caller issued it (recorded as issued and started). run_claimed calls
   /// `run(context)`: a plain function and its argument, not a Work, because this path exists
   /// to be short; the end is stamped with coarse_now() (core/deadline.hpp), like `now`.
+  ///
+  /// Neither takes the queue's mutex on success. Only the issuing lock's holder adds to the
+  /// queue, so an executor that was idle when claim() read `idle_` stays so until the claim
+  /// is let go: later submissions queue behind `claimed_` (step() refuses to start while it
+  /// is set). Letting go is a Dekker handshake with whoever found it set and must be woken
+  /// (held_by_claim()): run_claimed clears `claimed_`, then reads `attention_`; they set
+  /// `attention_`, then read `claimed_`, all sequentially consistent, under the mutex. One
+  /// of the two sees the other's store: they do not wait, or run_claimed notifies them.
   bool claim(const OpDescription& op, Clock::time_point now, FlightRecorder::RecordId* record);
   void run_claimed(void (*run)(void* context), void* context, FlightRecorder::RecordId record);
   /// Waits until `request` is done or `timeout` passed. Without a timeout the
@@ -130,7 +139,21 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// After the first timeout, mismatch or remote error: dumps every record, with `lock`
   /// released (the failed requests are recorded, not yet complete). Returns with it held.
   void dump_after_failure(std::unique_lock<std::mutex>& lock, Status status);
-  bool idle() const { return !running_ && queue_.empty() && in_flight_.empty(); }
+  /// Nothing queued, in flight, running or claimed (asks held_by_claim()). Mutex held.
+  bool idle() { return !running_ && queue_.empty() && in_flight_.empty() && !held_by_claim(); }
+  /// Whether a claimed operation runs now; if so, asks to be notified when it ends. Call with
+  /// the mutex held, and wait on changed_ or work_ (both are notified) when it returns true.
+  bool held_by_claim() {
+    if (!claimed_.load(std::memory_order_seq_cst)) return false;
+    attention_.store(true, std::memory_order_seq_cst);
+    return claimed_.load(std::memory_order_seq_cst);
+  }
+  /// Publishes whether claim() may take the executor now. Mutex held; after every change of
+  /// the queue, what is in flight or running, and stopping_.
+  void publish_idle() {
+    idle_.store(!running_ && queue_.empty() && in_flight_.empty() && !stopping_,
+                std::memory_order_release);
+  }
   bool has_work() const { return !queue_.empty() || !in_flight_.empty(); }
   /// After a step: wakes the waiters, and the worker when work is left that no helping
   /// waiter will take. Call with the mutex held.
@@ -139,7 +162,7 @@ class Executor : public std::enable_shared_from_this<Executor> {
 
   FailureHook on_failure_;
   transport::Transport* transport_;
-  std::unique_ptr<FlightRecorder> recorder_;  ///< guarded by mutex_ (but note_algorithm)
+  std::unique_ptr<FlightRecorder> recorder_;  ///< locks itself
   bool failure_dumped_ = false;
   std::mutex mutex_;
   std::condition_variable changed_;  ///< a step ended: waiters check their requests
@@ -150,6 +173,9 @@ class Executor : public std::enable_shared_from_this<Executor> {
   bool running_ = false;
   bool waiting_in_transport_ = false;  ///< a step is blocked in the transport: interrupt it on submit
   bool stopping_ = false;
+  std::atomic<bool> idle_{true};       ///< publish_idle(): what claim() reads without the mutex
+  std::atomic<bool> claimed_{false};   ///< a claimed operation runs (claim to run_claimed's end)
+  std::atomic<bool> attention_{false}; ///< someone waits for the claimed operation's end
   std::thread worker_;
 };
 

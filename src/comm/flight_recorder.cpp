@@ -126,17 +126,20 @@ FlightRecorder::FlightRecorder(std::size_t capacity, TraceIdentity identity)
       anchor_steady_(Clock::now()),
       anchor_wall_(std::chrono::system_clock::now()) {}
 
-FlightRecorder::RecordId FlightRecorder::issued(const OpDescription& op, Clock::time_point now) {
+FlightRecorder::RecordId FlightRecorder::issued(const OpDescription& op, Clock::time_point now,
+                                                bool started) {
   if (ring_.empty()) return 0;
+  std::lock_guard lock(lock_);
   const RecordId id = ++total_;
   TraceEntry& e = slot(id);
   e.id = id;
   e.op = op;
-  e.state = OpState::Issued;
+  e.state = started ? OpState::Started : OpState::Issued;
   e.status = Status::Success;
   e.algorithm = nullptr;
   e.issued = now;
-  e.started = e.ended = Clock::time_point{};
+  e.started = started ? now : Clock::time_point{};
+  e.ended = Clock::time_point{};
   e.error[0] = '\0';
   return id;
 }
@@ -148,6 +151,7 @@ TraceEntry* FlightRecorder::find(RecordId id) {
 }
 
 void FlightRecorder::started(RecordId id, Clock::time_point now) {
+  std::lock_guard lock(lock_);
   if (TraceEntry* e = find(id)) {
     e->state = OpState::Started;
     e->started = now;
@@ -156,10 +160,14 @@ void FlightRecorder::started(RecordId id, Clock::time_point now) {
 
 void FlightRecorder::finished(RecordId id, Status status, std::string_view error,
                               Clock::time_point now) {
+  std::lock_guard lock(lock_);
   TraceEntry* e = find(id);
   if (!e) return;
   if (!is_point_to_point(e->op.fingerprint.collective)) {
-    e->algorithm = algorithm_.exchange(nullptr, std::memory_order_relaxed);
+    // A load and a store, not an exchange: only the thread that ran this collective notes
+    // its algorithm, before this, and nothing runs after it until this returns.
+    e->algorithm = algorithm_.load(std::memory_order_relaxed);
+    algorithm_.store(nullptr, std::memory_order_relaxed);
   }
   e->state = status == Status::Success ? OpState::Completed : OpState::Failed;
   e->status = status;
@@ -173,10 +181,11 @@ TraceSnapshot FlightRecorder::snapshot(Clock::time_point now) const {
   TraceSnapshot s;
   s.identity = identity_;
   s.capacity = ring_.size();
-  s.total = total_;
   s.taken = now;
   s.anchor_steady = anchor_steady_;
   s.anchor_wall = anchor_wall_;
+  std::lock_guard lock(lock_);
+  s.total = total_;
   const std::uint64_t kept = std::min<std::uint64_t>(total_, ring_.size());
   s.entries.reserve(kept);
   for (std::uint64_t id = total_ - kept + 1; id <= total_; ++id) {

@@ -2,12 +2,12 @@
 //
 // A ring of CHORUS_TRACE_BUFFER entries (default 256; 0 disables), allocated once
 // when the communicator is created. Recording an operation overwrites one entry in
-// place: no allocation, and no lock of its own. Its owner (the Executor) calls
-// every mutating member with its own mutex held, and takes snapshot() under that
-// same mutex, so the dump path (flight_recorder_dump.hpp) reads a consistent copy.
-// The one exception is note_algorithm(): the running collective calls it without
-// the executor's mutex, so it only stores an atomic pointer that the next
-// finished() picks up (one collective runs at a time on a communicator).
+// place: no allocation. Every member takes the recorder's own lock (a YieldingLock: a
+// blocking call that runs on its caller's thread records itself without the executor's
+// mutex, and the lock is held only to write an entry), and snapshot() takes it too, so the
+// dump path (flight_recorder_dump.hpp) reads a consistent copy. note_algorithm() only
+// stores an atomic pointer that the next finished() picks up (one collective runs at a
+// time on a communicator).
 //
 // Timestamps are steady-clock points (those of a blocking call run by its caller come from
 // coarse_now(), core/deadline.hpp: the same clock at its tick's resolution); a snapshot
@@ -17,6 +17,7 @@
 
 #include "core/collective.hpp"
 #include "core/deadline.hpp"
+#include "core/yielding_lock.hpp"
 
 #include <chorus/types.hpp>
 
@@ -80,8 +81,9 @@ class FlightRecorder {
   FlightRecorder(std::size_t capacity, TraceIdentity identity);
 
   bool enabled() const { return !ring_.empty(); }
-  /// Records a new operation (overwriting the oldest when full); 0 when disabled.
-  RecordId issued(const OpDescription& op, Clock::time_point now);
+  /// Records a new operation (overwriting the oldest when full), started at once when
+  /// `started`; 0 when disabled.
+  RecordId issued(const OpDescription& op, Clock::time_point now, bool started = false);
   void started(RecordId id, Clock::time_point now);
   /// Completed (`status` Success) or failed with `error`; takes the noted algorithm.
   void finished(RecordId id, Status status, std::string_view error, Clock::time_point now);
@@ -101,6 +103,7 @@ class FlightRecorder {
   }
 
   TraceIdentity identity_;
+  mutable YieldingLock lock_;  ///< guards ring_ and total_
   std::vector<TraceEntry> ring_;
   std::uint64_t mask_ = 0;  ///< capacity - 1 when it is a power of two (and above 1)
   std::uint64_t total_ = 0;

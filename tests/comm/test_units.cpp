@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <vector>
 
 namespace chorus::detail {
@@ -146,6 +147,86 @@ TEST(Executor, BlockingWorkRunsOnTheCallersThreadAndBackgroundWorkOnTheWorker) {
   ASSERT_TRUE(executor->wait(*after, std::nullopt));
   EXPECT_TRUE(slow->done);
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+/// A claimed run (Executor::claim) for the tests below: runs `body` on this thread.
+void run_claimed(Executor& executor, FlightRecorder::RecordId record, std::function<void()> body) {
+  executor.run_claimed([](void* context) { (*static_cast<std::function<void()>*>(context))(); },
+                       &body, record);
+}
+
+TEST(Executor, ClaimedWorkRunsAloneAndWakesWhatQueuedBehindIt) {
+  auto recorder = std::make_unique<FlightRecorder>(16, TraceIdentity{});
+  FlightRecorder* trace = recorder.get();
+  auto executor = Executor::create(nullptr, nullptr, std::move(recorder));
+  FlightRecorder::RecordId record = 0;
+  OpDescription op;
+  op.fingerprint.collective = Collective::Broadcast;
+  ASSERT_TRUE(executor->claim(op, coarse_now(), &record));
+  EXPECT_NE(record, 0u);
+  EXPECT_EQ(trace->snapshot(Clock::now()).entries.at(0).state, OpState::Started);
+
+  // Another thread queues background work (the worker's) and blocking work (its own, which
+  // it runs while waiting) behind the claim: neither may start before the claimed run ends,
+  // and both must be woken when it does.
+  std::vector<int> order;
+  std::atomic<bool> queued{false};
+  std::thread other([&] {
+    auto background = executor->submit([&] { order.push_back(2); }, op);
+    auto blocking = executor->submit([&] { order.push_back(3); }, op, Executor::Start::ByCaller);
+    queued = true;
+    EXPECT_TRUE(executor->wait(*blocking, std::nullopt));
+    EXPECT_TRUE(background->done);
+  });
+  run_claimed(*executor, record, [&] {
+    while (!queued) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // room for a wrong start
+    order.push_back(1);
+  });
+  other.join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  TraceSnapshot snapshot = trace->snapshot(Clock::now());
+  ASSERT_EQ(snapshot.entries.size(), 3u);
+  EXPECT_EQ(snapshot.entries[0].state, OpState::Completed);
+
+  // No claim while anything is queued or running; a failed claimed run throws its error and
+  // leaves the executor free.
+  std::atomic<bool> release{false};
+  auto slow = executor->submit([&] {
+    while (!release) std::this_thread::yield();
+  });
+  EXPECT_FALSE(executor->claim(op, coarse_now(), &record));
+  release = true;
+  ASSERT_TRUE(executor->wait(*slow, std::nullopt));
+  ASSERT_TRUE(executor->claim(op, coarse_now(), &record));
+  try {
+    run_claimed(*executor, record, [] { throw Error(Status::RemoteError, "peer left"); });
+    ADD_FAILURE() << "the claimed run's failure was not thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::RemoteError);
+  }
+  EXPECT_EQ(trace->snapshot(Clock::now()).entries.back().state, OpState::Failed);
+  EXPECT_TRUE(executor->claim(op, coarse_now(), &record));
+  run_claimed(*executor, record, [] {});
+}
+
+TEST(Executor, DrainWaitsForAClaimedRun) {
+  auto executor = Executor::create(nullptr, nullptr);
+  FlightRecorder::RecordId record = 0;
+  ASSERT_TRUE(executor->claim(OpDescription{}, coarse_now(), &record));
+  std::atomic<bool> running{false}, finished{false};
+  std::thread drainer([&] {
+    while (!running) std::this_thread::yield();
+    executor->drain_and_stop();
+    EXPECT_TRUE(finished.load()) << "drain_and_stop returned while a claimed run was running";
+  });
+  run_claimed(*executor, record, [&] {
+    running = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    finished = true;
+  });
+  drainer.join();
+  EXPECT_FALSE(executor->claim(OpDescription{}, coarse_now(), &record));  // stopped
 }
 
 }  // namespace
