@@ -118,6 +118,7 @@ void HostArena::begin_call(const Fingerprint& call, Clock::time_point now) {
     }
   }
   call_ = call;
+  call_shape_ = shape_of(call);
 }
 
 std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
@@ -128,13 +129,23 @@ std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
   const std::uint64_t done = small ? (g >= lanes ? g - lanes + 1 : 0) : g - 1;
   for (int r = 0; r < size_ && g >= 2; ++r) {
     if (r == rank_) continue;
-    if (done >= 1 && !reached(r, 2 * done)) wait_slow(r, 2 * done, deadline);
+    const std::size_t i = static_cast<std::size_t>(r);
+    // r's flag itself (not a tiny round's `posted`): the value loaded is r's latest.
+    if (done >= 1 && seen_[i] < 2 * done) {
+      seen_[i] = line(r).flag.load(std::memory_order_acquire);
+      if (seen_[i] < 2 * done) wait_slow(r, 2 * done, deadline);
+    }
     // r's record of round g - 1 (this rank's last) stays until r begins round
     // g - 1 + kLanes, which needs this rank's flag of round g: check it when r is there.
-    if (checked_[static_cast<std::size_t>(r)] != g - 1 && reached(r, 2 * (g - 1))) check_round_of(r, g - 1);
+    // (Every round, even when this rank runs ahead of r and so reads r's lines for this
+    // alone: two ranks that both only write, such as two ranks that each think they are
+    // a scatter's root, meet no other check before a later wait, by when the record of
+    // the round they disagree on may be gone.)
+    if (checked_[i] != g - 1 && reached(r, 2 * (g - 1))) check_round_of(r, g - 1);
   }
   round_ = g;
   round_calls_[g % kLanes] = call_;
+  round_shapes_[g % kLanes] = call_shape_;
   small_rounds_[g % kLanes] = small;
   tiny_rounds_[g % kLanes] = bytes <= kInlineBytes;
   publish_round();
@@ -151,7 +162,7 @@ void HostArena::publish_round() {
   record.round.store(0, std::memory_order_relaxed);
   record.seq.store(call_.seq, std::memory_order_release);
   record.count.store(call_.count, std::memory_order_release);
-  record.shape.store(shape_of(call_), std::memory_order_release);
+  record.shape.store(call_shape_, std::memory_order_release);
   record.round.store(round_, std::memory_order_release);
 }
 
@@ -188,9 +199,9 @@ void HostArena::wait_for(int r, std::uint64_t value, Deadline deadline) {
 void HostArena::check_round_of(int r, std::uint64_t round) {
   RoundRecord& record = line(r).rounds[round % kLanes].record;
   const std::uint64_t before = record.round.load(std::memory_order_acquire);
-  Fingerprint theirs = unpack(record.seq.load(std::memory_order_acquire),
-                              record.count.load(std::memory_order_acquire),
-                              record.shape.load(std::memory_order_acquire));
+  const std::uint64_t seq = record.seq.load(std::memory_order_acquire);
+  const std::uint64_t count = record.count.load(std::memory_order_acquire);
+  const std::uint64_t shape = record.shape.load(std::memory_order_acquire);
   const std::uint64_t after = record.round.load(std::memory_order_relaxed);
   if (before != round || after != round) {
     fail(Error(Status::InternalError, "host arena: rank " + std::to_string(r) +
@@ -198,11 +209,14 @@ void HostArena::check_round_of(int r, std::uint64_t round) {
                                           " while rank " + std::to_string(rank_) + " read it (" +
                                           describe(call_) + ")"));
   }
+  // The packed fields compared: arena calls are collectives, whose fingerprints match
+  // when every field does (fingerprints_match).
   const Fingerprint& mine = round_calls_[round % kLanes];
-  if (fingerprints_match(mine, theirs)) {
+  if (seq == mine.seq && count == mine.count && shape == round_shapes_[round % kLanes]) {
     checked_[static_cast<std::size_t>(r)] = round;
     return;
   }
+  const Fingerprint theirs = unpack(seq, count, shape);
   fail(Error(Status::Mismatch, "rank " + std::to_string(rank_) + " is in " + describe(mine) +
                                    " but rank " + std::to_string(r) + " is in " +
                                    describe(theirs)));
