@@ -266,6 +266,25 @@ TEST_P(ShmDirect, LargeRootedCallsInPipelinedRounds) {
   });
 }
 
+// From kRootedStreamFromBytes in all outputs (16 MiB: 8 MiB a rank at 2 ranks, 2 MiB at
+// 8) a broadcast's and a scatter's copies stream (algorithms/stream_copy.hpp): odd counts,
+// in place and not, every element checked.
+TEST_P(ShmDirect, RootedCallsPastTheCacheStream) {
+  ::unsetenv("CHORUS_SHM_ARENA_BYTES");
+  ThreadJob job(GetParam());
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    const std::size_t n = static_cast<std::size_t>(c.size());
+    const int last = c.size() - 1;
+    for (DataType t : {DataType::Float32, DataType::Int8}) {
+      const std::size_t count = (std::size_t{16} << 20) / (n * dtype_size(t)) + 3;
+      broadcast_case(c, t, count, last, false);
+      broadcast_case(c, t, count, 0, true);
+      gather_scatter_case(c, t, count, last);
+    }
+  });
+}
+
 // Rooted calls let one side run ahead: the root of a broadcast or scatter, the
 // non-roots of a gather wait for nobody but the lane reuse rule (host_arena.hpp).
 // The slow side sleeps now and then, so the fast one runs up to a full set of

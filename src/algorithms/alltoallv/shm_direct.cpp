@@ -23,12 +23,12 @@
 // send == recv: the input is snapshotted first (as pairwise does), because
 // later rounds still read it after earlier ones wrote recv.
 //
-// Copies into the arena stream (alltoall/stream_copy.hpp) when what this rank
+// Copies into the arena stream (stream_copy.hpp) when what this rank
 // sends, times n, reaches kStreamFromBytes (for equal blocks, the call's bytes in
 // all, as in all-to-all); copies out of it when what it receives does. Each rank
 // decides alone: the choice changes how its own stores reach memory, not what
 // any peer sees.
-#include "algorithms/alltoall/stream_copy.hpp"
+#include "algorithms/stream_copy.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "transport/shm/host_arena.hpp"

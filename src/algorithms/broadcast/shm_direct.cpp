@@ -7,6 +7,7 @@
 // root waits for nobody except, in begin_round, for every rank to have left the
 // round that last used its buffer and round record (host_arena.hpp).
 #include "algorithms/catalog.hpp"
+#include "algorithms/stream_copy.hpp"
 #include "algorithms/common.hpp"
 #include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
@@ -21,6 +22,9 @@ void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs&
   auto& arena = begin_arena_call(transport, args);
   const bool root = arena.rank() == args.root;
   const std::size_t chunk = arena_pipeline_elements(args.count, args.dtype, arena);
+  // The outputs stream once they outgrow the cache (stream_copy.hpp).
+  const CopyFunction out =
+      arena_copy(bytes_of(args.count, args.dtype) * arena.size() >= kRootedStreamFromBytes);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(c, args.dtype));
@@ -28,13 +32,15 @@ void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs&
       copy_bytes(arena.buffer(args.root, g), element_at(args.send, offset, args.dtype),
                   bytes_of(c, args.dtype));
       arena.post(2 * g);
-      copy_elements(element_at(args.recv, offset, args.dtype),
-                    element_at(args.send, offset, args.dtype), c, args.dtype);
+      if (args.recv != args.send) {
+        out(element_at(args.recv, offset, args.dtype), element_at(args.send, offset, args.dtype),
+            bytes_of(c, args.dtype));
+      }
     } else {
       arena.post(2 * g);
       arena.wait_for(args.root, 2 * g, args.deadline);
-      copy_bytes(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g),
-                  bytes_of(c, args.dtype));
+      out(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g),
+          bytes_of(c, args.dtype));
     }
   }
 }

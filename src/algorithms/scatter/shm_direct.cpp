@@ -4,6 +4,7 @@
 // block goes straight from send to recv (nothing in place).
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/stream_copy.hpp"
 #include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -19,6 +20,9 @@ void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& a
   const int r = arena.rank();
   const bool root = r == args.root;
   const std::size_t chunk = arena.round_bytes() / (dtype_size(args.dtype) * n);
+  // Every copy streams once the outputs outgrow the cache (stream_copy.hpp).
+  const CopyFunction copy =
+      arena_copy(bytes_of(args.count, args.dtype) * n >= kRootedStreamFromBytes);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::size_t piece = bytes_of(c, args.dtype);
@@ -26,19 +30,20 @@ void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& a
     if (root) {
       for (int j = 0; j < n; ++j) {
         if (j == r) continue;
-        copy_bytes(arena.buffer(r, g) + piece * j,
-                    element_at(args.send, j * args.count + offset, args.dtype), piece);
+        copy(arena.buffer(r, g) + piece * j,
+             element_at(args.send, j * args.count + offset, args.dtype), piece);
       }
     }
     arena.post(2 * g);
     if (root) {
-      copy_elements(element_at(args.recv, offset, args.dtype),
-                    element_at(args.send, r * args.count + offset, args.dtype), c, args.dtype);
+      const std::byte* own = element_at(args.send, r * args.count + offset, args.dtype);
+      if (own != element_at(args.recv, offset, args.dtype)) {
+        copy(element_at(args.recv, offset, args.dtype), own, piece);
+      }
       continue;
     }
     arena.wait_for(args.root, 2 * g, args.deadline);
-    copy_bytes(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g) + piece * r,
-                piece);
+    copy(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g) + piece * r, piece);
   }
 }
 
