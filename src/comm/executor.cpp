@@ -78,8 +78,12 @@ std::shared_ptr<RequestState> Executor::submit_posted(Post post,
 
 bool Executor::claim(const OpDescription& op, Clock::time_point now,
                      FlightRecorder::RecordId* record) {
-  // The acquire pairs with publish_idle()'s release: the last step's work happened before.
-  if (!idle_.load(std::memory_order_acquire)) return false;
+  // The acquires pair with publish_idle()'s release and run_claimed's clearing store: the
+  // last step's or claimed run's work happened before. A claim still running (set by an
+  // earlier holder of the issuing lock) refuses, as a running step does.
+  if (!idle_.load(std::memory_order_acquire) || claimed_.load(std::memory_order_acquire)) {
+    return false;
+  }
   claimed_.store(true, std::memory_order_relaxed);  // the issuing lock publishes it
   *record = recorder_ ? recorder_->issued(op, now, /*started=*/true) : 0;
   return true;

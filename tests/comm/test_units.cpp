@@ -164,6 +164,8 @@ TEST(Executor, ClaimedWorkRunsAloneAndWakesWhatQueuedBehindIt) {
   op.fingerprint.collective = Collective::Broadcast;
   ASSERT_TRUE(executor->claim(op, coarse_now(), &record));
   EXPECT_NE(record, 0u);
+  FlightRecorder::RecordId second = 0;
+  EXPECT_FALSE(executor->claim(op, coarse_now(), &second)) << "two claims at once";
   EXPECT_EQ(trace->snapshot(Clock::now()).entries.at(0).state, OpState::Started);
 
   // Another thread queues background work (the worker's) and blocking work (its own, which
