@@ -364,11 +364,10 @@ void ProgressEngine::arena_check(const Fingerprint& call, bool send_probe) {
     }
     progress_all();
     throw_if_broken();
-    // An arena call involves every rank: any lost peer ends it.
+    // A lost peer ends the call only if the arena still waits for it (arena_lost).
     for (int p = 0; p < size_; ++p) {
       PeerChannel* peer = peers_[p].get();
       if (!peer) continue;
-      if (peer->failure()) throw *peer->failure();
       peer->take_probe_news();
       if (peer->probe()) {
         sightings_.saw(p, *peer->probe());
@@ -385,6 +384,12 @@ void ProgressEngine::arena_check(const Fingerprint& call, bool send_probe) {
   } catch (const Error& error) {
     fail(error);
   }
+}
+
+std::optional<Error> ProgressEngine::arena_lost(int r) {
+  std::lock_guard lock(progress_mutex_);
+  const PeerChannel* peer = r >= 0 && r < size_ ? peers_[r].get() : nullptr;
+  return peer ? peer->failure() : std::nullopt;
 }
 
 void ProgressEngine::arena_fail(const Error& error) {

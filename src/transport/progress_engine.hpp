@@ -66,6 +66,7 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   // shm::ArenaWatcher: liveness, aborts and probes while an arena collective waits.
   void arena_check(const Fingerprint& call, bool send_probe) override;
   void arena_throw_if_broken() override { throw_if_broken(); }
+  std::optional<Error> arena_lost(int r) override;
   [[noreturn]] void arena_fail(const Error& error) override;
 
   void check_post(int peer, const void* data, std::size_t bytes) const;

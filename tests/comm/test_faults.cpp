@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace chorus::testing {
 namespace {
@@ -138,6 +139,46 @@ TEST_P(Faults, DestroyingAPeerIsARemoteError) {
   EXPECT_EQ(status_of([&] { job.comms()[0].all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum); }),
             Status::RemoteError);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+// A rank that finished its part of a call and left (destroyed its communicator) fails
+// nobody who still reads what it wrote: the root of a gather that waits for a late rank
+// after another one wrote and left completes with every block. A later call that needs
+// the rank that left fails, naming it.
+TEST_P(Faults, APeerThatLeftAfterItsPartFailsOnlyWhatNeedsIt) {
+  ThreadJob job(3, {.transport = GetParam(), .timeout = 30s});
+  ASSERT_TRUE(job.ok());
+  Status left = Status::InProgress, late_status = Status::InProgress;
+  std::thread leaver([&] {
+    int mine = 12;
+    left = status_of([&] { job.comms()[2].gather(&mine, nullptr, 1, DataType::Int32, 0); });
+    job.comms()[2] = Communicator();
+  });
+  leaver.join();
+  std::thread late([&] {
+    std::this_thread::sleep_for(100ms);  // the root waits for rank 1 with rank 2 gone
+    int mine = 11;
+    late_status = status_of([&] { job.comms()[1].gather(&mine, nullptr, 1, DataType::Int32, 0); });
+  });
+  std::vector<int> gathered(3, -1);
+  int mine = 10;
+  std::string message;
+  EXPECT_EQ(status_of([&] { job.comms()[0].gather(&mine, gathered.data(), 1, DataType::Int32, 0); },
+                      &message),
+            Status::Success)
+      << message;
+  late.join();
+  EXPECT_EQ(left, Status::Success);
+  EXPECT_EQ(late_status, Status::Success);
+  EXPECT_EQ(gathered, (std::vector<int>{10, 11, 12}));
+
+  std::string other;
+  std::thread waiter([&] { status_of([&] { job.comms()[1].barrier(); }, &other); });
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(status_of([&] { job.comms()[0].barrier(); }, &message), Status::RemoteError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_NE(message.find("rank 2"), std::string::npos) << message;
+  waiter.join();
 }
 
 TEST_P(Faults, BadArgumentsAreRejectedBeforeAnythingIsSent) {

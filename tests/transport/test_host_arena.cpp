@@ -235,6 +235,7 @@ struct CountingWatcher : ArenaWatcher {
     if (broken) throw *broken;
   }
   [[noreturn]] void arena_fail(const Error& error) override { throw error; }
+  std::optional<Error> arena_lost(int) override { return std::nullopt; }
   void arena_throw_if_broken() override {
     ++quick;
     if (broken) throw *broken;

@@ -231,7 +231,7 @@ void HostArena::fail(const Error& error) {
 /// kCheckPeriod.
 void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
   wait_until([&] { return reached(r, value); }, [&] { return "rank " + std::to_string(r); },
-             deadline);
+             std::span<const int>(&r, 1), deadline);
 }
 
 void HostArena::wait_any(std::span<const int> ranks, std::uint64_t value, Deadline deadline) {
@@ -248,11 +248,12 @@ void HostArena::wait_any(std::span<const int> ranks, std::uint64_t value, Deadli
     }
     return names;
   };
-  wait_until(any, who, deadline);
+  wait_until(any, who, ranks, deadline);
 }
 
 template <typename Reached, typename Who>
-void HostArena::wait_until(Reached&& reached, Who&& who, Deadline deadline) {
+void HostArena::wait_until(Reached&& reached, Who&& who, std::span<const int> awaited,
+                           Deadline deadline) {
   if (wait_policy_.spin.count() > 0) {  // ranks that share cores yield at once instead
     for (int i = 0; i < kQuickPolls; ++i) {
       cpu_relax();
@@ -268,9 +269,21 @@ void HostArena::wait_until(Reached&& reached, Who&& who, Deadline deadline) {
     if (now >= next_check) {
       const bool probe = now >= next_probe;
       if (probe) next_probe = now + kStallProbeRepeat;
-      if (watcher_) watcher_->arena_check(call_, probe);
+      std::optional<Error> lost;
+      if (watcher_) {
+        watcher_->arena_check(call_, probe);
+        for (int r : awaited) {
+          if ((lost = watcher_->arena_lost(r))) break;
+        }
+      }
       next_check = now + kCheckPeriod;
+      // After the loss was seen: everything a lost rank wrote before it left is visible.
       if (reached()) break;
+      if (lost) {
+        fail(Error(lost->status(), std::string(lost->what()) + " while rank " +
+                                       std::to_string(rank_) + " waits for it in the host arena (" +
+                                       describe(call_) + ")"));
+      }
     }
     if (now >= deadline) {
       fail(Error(Status::Timeout, "timed out waiting for " + who() + " in the host arena (" +

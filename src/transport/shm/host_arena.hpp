@@ -55,6 +55,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -96,9 +97,15 @@ class ArenaWatcher {
  public:
   virtual ~ArenaWatcher() = default;
   /// One liveness pass: throws (and breaks the transport) when it is aborted, a
-  /// peer died or aborted, or a probe shows a peer in another call `call`.
+  /// peer aborted, or a probe shows a peer in another call `call`. A peer that is gone
+  /// (closed its connection, or died) is only noted: see arena_lost.
   /// `send_probe`: tell every peer which call this rank waits in.
   virtual void arena_check(const Fingerprint& call, bool send_probe) = 0;
+  /// The loss of rank `r` (it closed its connection: it destroyed its communicator, or
+  /// died), or nothing. The arena fails a wait for r with it only when r's flag does not
+  /// satisfy the wait: a peer that finished its part of a call and left is no failure of
+  /// the ranks that still read what it wrote.
+  virtual std::optional<Error> arena_lost(int r) = 0;
   /// Breaks the transport with `error` and throws it.
   [[noreturn]] virtual void arena_fail(const Error& error) = 0;
   /// Throws what broke the transport, if anything has (no progress, no liveness pass).
@@ -181,9 +188,10 @@ class HostArena {
   /// Waits until some rank of `ranks` has a flag of at least `value` (records unchecked).
   void wait_any(std::span<const int> ranks, std::uint64_t value, Deadline deadline);
   /// Polls `reached()`, then yields, then sleeps (the wait policy), with watcher passes and
-  /// the deadline; `who()` names what it waited for in a timeout.
+  /// the deadline; `who()` names what it waited for in a timeout. Fails when one of the
+  /// `awaited` ranks is gone (ArenaWatcher::arena_lost) and `reached()` still is not.
   template <typename Reached, typename Who>
-  void wait_until(Reached&& reached, Who&& who, Deadline deadline);
+  void wait_until(Reached&& reached, Who&& who, std::span<const int> awaited, Deadline deadline);
 
   std::shared_ptr<Segment> segment_;
   int rank_;
