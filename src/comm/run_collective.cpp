@@ -42,11 +42,17 @@ void run_choice(CommState& comm, algorithms::CollectiveArgs& args,
     log_choice_once(comm, args, choice);
     comm.last_algorithm = choice.algorithm->name;
   }
+  // The flight recorder's entry for this call names the algorithm (a registered one's name,
+  // which lives as long as the registry); the one that ran instead, if another did.
+  comm.executor->note_algorithm(&choice.algorithm->name);
   std::string_view ran = choice.algorithm->name;  // a cma algorithm may run shm_direct instead
   args.ran_as = &ran;
   choice.algorithm->run(*comm.transport, args);
   args.ran_as = nullptr;  // `ran` ends here
   if (ran.data() == choice.algorithm->name.data()) return;
+  if (const algorithms::Algorithm* other = algorithms::find_algorithm(args.collective, ran)) {
+    comm.executor->note_algorithm(&other->name);
+  }
   std::lock_guard lock(comm.error_mutex);
   comm.last_algorithm = ran;
 }

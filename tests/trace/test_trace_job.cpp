@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace chorus::testing {
@@ -37,7 +39,13 @@ TEST_P(TraceJob, ChorusTraceNamesTheRankThatNeverArrived) {
 
   int dumps = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
-    dumps += entry.path().filename().string().starts_with("chorus-trace-");
+    if (!entry.path().filename().string().starts_with("chorus-trace-")) continue;
+    ++dumps;
+    // Every operation of the worker is a collective: each entry names its algorithm.
+    std::ifstream in(entry.path());
+    const std::string dump((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(contains(dump, "\"op\": \"allreduce\"")) << dump;
+    EXPECT_FALSE(contains(dump, "\"algorithm\": \"\"")) << dump;
   }
   EXPECT_GE(dumps, 2);
 
