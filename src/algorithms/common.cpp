@@ -15,9 +15,10 @@
 
 namespace chorus::algorithms {
 
-void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype) {
+void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype,
+                   CopyFunction copy) {
   if (count == 0 || dst == src) return;
-  copy_bytes(dst, src, bytes_of(count, dtype));
+  copy(dst, src, bytes_of(count, dtype));
 }
 
 void rotate_blocks(void* dst, const void* src, int first, int nblocks, std::size_t count,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "algorithms/algorithm.hpp"
+#include "core/copy.hpp"
 
 #include <chorus/types.hpp>
 
@@ -36,7 +37,8 @@ std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
                                     const transport::shm::HostArena& arena);
 
 /// Copies `count` elements; nothing when the buffers coincide (in place) or count is 0.
-void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype);
+void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype,
+                   CopyFunction copy = copy_bytes);
 
 /// Copies `nblocks` blocks of `count` elements rotated left by `first`:
 /// dst holds src blocks first..nblocks-1, then 0..first-1. Used to move

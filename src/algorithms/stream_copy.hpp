@@ -36,7 +36,6 @@ inline constexpr std::size_t kStreamFromBytes = std::size_t{8} << 20;
 inline constexpr std::size_t kRootedStreamFromBytes = std::size_t{16} << 20;
 
 /// copy_bytes_streaming or copy_bytes.
-using CopyFunction = void (*)(void*, const void*, std::size_t) noexcept;
 inline CopyFunction arena_copy(bool stream) { return stream ? copy_bytes_streaming : copy_bytes; }
 
 }  // namespace chorus::algorithms

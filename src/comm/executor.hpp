@@ -140,7 +140,9 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// released (the failed requests are recorded, not yet complete). Returns with it held.
   void dump_after_failure(std::unique_lock<std::mutex>& lock, Status status);
   /// Nothing queued, in flight, running or claimed (asks held_by_claim()). Mutex held.
-  bool idle() { return !running_ && queue_.empty() && in_flight_.empty() && !held_by_claim(); }
+  bool idle() { return quiet() && !held_by_claim(); }
+  /// Nothing queued, in flight or running (a claim aside). Mutex held.
+  bool quiet() const { return !running_ && queue_.empty() && in_flight_.empty(); }
   /// Whether a claimed operation runs now; if so, asks to be notified when it ends. Call with
   /// the mutex held, and wait on changed_ or work_ (both are notified) when it returns true.
   bool held_by_claim() {
@@ -151,8 +153,7 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// Publishes whether claim() may take the executor now. Mutex held; after every change of
   /// the queue, what is in flight or running, and stopping_.
   void publish_idle() {
-    idle_.store(!running_ && queue_.empty() && in_flight_.empty() && !stopping_,
-                std::memory_order_release);
+    idle_.store(quiet() && !stopping_, std::memory_order_release);
   }
   bool has_work() const { return !queue_.empty() || !in_flight_.empty(); }
   /// After a step: wakes the waiters, and the worker when work is left that no helping

@@ -13,6 +13,9 @@ namespace chorus {
 /// memcpy's contract: `bytes` bytes from `src` to `dst`, which do not overlap.
 void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept;
 
+/// copy_bytes or copy_bytes_streaming, chosen once per call.
+using CopyFunction = void (*)(void* dst, const void* src, std::size_t bytes) noexcept;
+
 /// Whether copy_bytes uses its vector loop here (for tests and benchmarks).
 bool copy_bytes_vectorized() noexcept;
 

@@ -7,8 +7,8 @@
 // root waits for nobody except, in begin_round, for every rank to have left the
 // round that last used its buffer and round record (host_arena.hpp).
 #include "algorithms/catalog.hpp"
-#include "algorithms/stream_copy.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/stream_copy.hpp"
 #include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -32,10 +32,8 @@ void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs&
       copy_bytes(arena.buffer(args.root, g), element_at(args.send, offset, args.dtype),
                   bytes_of(c, args.dtype));
       arena.post(2 * g);
-      if (args.recv != args.send) {
-        out(element_at(args.recv, offset, args.dtype), element_at(args.send, offset, args.dtype),
-            bytes_of(c, args.dtype));
-      }
+      copy_elements(element_at(args.recv, offset, args.dtype),
+                    element_at(args.send, offset, args.dtype), c, args.dtype, out);
     } else {
       arena.post(2 * g);
       arena.wait_for(args.root, 2 * g, args.deadline);

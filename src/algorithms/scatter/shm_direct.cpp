@@ -36,10 +36,9 @@ void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& a
     }
     arena.post(2 * g);
     if (root) {
-      const std::byte* own = element_at(args.send, r * args.count + offset, args.dtype);
-      if (own != element_at(args.recv, offset, args.dtype)) {
-        copy(element_at(args.recv, offset, args.dtype), own, piece);
-      }
+      copy_elements(element_at(args.recv, offset, args.dtype),
+                    element_at(args.send, r * args.count + offset, args.dtype), c, args.dtype,
+                    copy);
       continue;
     }
     arena.wait_for(args.root, 2 * g, args.deadline);

@@ -129,19 +129,16 @@ std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
   const std::uint64_t done = small ? (g >= lanes ? g - lanes + 1 : 0) : g - 1;
   for (int r = 0; r < size_ && g >= 2; ++r) {
     if (r == rank_) continue;
-    const std::size_t i = static_cast<std::size_t>(r);
-    // r's flag itself (not a tiny round's `posted`): the value loaded is r's latest.
-    if (done >= 1 && seen_[i] < 2 * done) {
-      seen_[i] = line(r).flag.load(std::memory_order_acquire);
-      if (seen_[i] < 2 * done) wait_slow(r, 2 * done, deadline);
-    }
+    if (done >= 1 && !reached(r, 2 * done)) wait_slow(r, 2 * done, deadline);
     // r's record of round g - 1 (this rank's last) stays until r begins round
     // g - 1 + kLanes, which needs this rank's flag of round g: check it when r is there.
     // (Every round, even when this rank runs ahead of r and so reads r's lines for this
     // alone: two ranks that both only write, such as two ranks that each think they are
     // a scatter's root, meet no other check before a later wait, by when the record of
     // the round they disagree on may be gone.)
-    if (checked_[i] != g - 1 && reached(r, 2 * (g - 1))) check_round_of(r, g - 1);
+    if (checked_[static_cast<std::size_t>(r)] != g - 1 && reached(r, 2 * (g - 1))) {
+      check_round_of(r, g - 1);
+    }
   }
   round_ = g;
   round_calls_[g % kLanes] = call_;
