@@ -80,6 +80,8 @@ void allreduce_cma(transport::Transport& transport, const CollectiveArgs& args);
 void broadcast_cma(transport::Transport& transport, const CollectiveArgs& args);
 void allgather_cma(transport::Transport& transport, const CollectiveArgs& args);
 void alltoall_cma(transport::Transport& transport, const CollectiveArgs& args);
+void gather_cma(transport::Transport& transport, const CollectiveArgs& args);
+void scatter_cma(transport::Transport& transport, const CollectiveArgs& args);
 /// Accepts when args.host_arena and args.allow_cma.
 bool accepts_cma(const CollectiveArgs& args, int nranks);
 

@@ -135,7 +135,9 @@ double arena_cost(Collective collective, const Shape& s, double m, const CostPar
 // development machine (a PVM guest, where pinning is slow) at 64 MiB, 3.5-4 GB/s
 // against memcpy's 18 GB/s; on bare metal it is closer to 1. All-reduce: cards,
 // "slice final", "all read"; (n - 1)/n of the message read twice, 1/n reduced.
-// All-gather, all-to-all: cards, "all read"; n - 1 blocks read, the own one copied.
+// All-gather, all-to-all, gather, scatter: cards, "all read"; n - 1 blocks read (scatter:
+// one by each other rank, at once, but through the host's one memory and, when ranks
+// outnumber cores, on shared cores), the own one copied.
 constexpr double kKernelCopyFactor = 5.0;
 
 double cma_cost(Collective collective, const Shape& s, double m, const CostParameters& c) {
@@ -151,6 +153,8 @@ double cma_cost(Collective collective, const Shape& s, double m, const CostParam
       break;
     case C::AllGather:
     case C::AllToAll:
+    case C::Gather:   // the root reads n - 1 blocks in turn
+    case C::Scatter:  // n - 1 ranks read a block of the root's buffer, sharing the host
       kernel = (s.n - 1) * m;
       local = m;
       break;

@@ -1,4 +1,4 @@
-// The cma collectives (src/algorithms/{allreduce,broadcast,allgather}/cma.cpp)
+// The cma collectives (src/algorithms/{allreduce,broadcast,allgather,scatter,gather}/cma.cpp)
 // across forked processes, so that process_vm_readv really reads another
 // address space: ranks {1, 2, 3, 5, 8} x every dtype and op x counts 0, 1, 7,
 // 1501 and an odd count of several MiB x in place, checked against
@@ -33,7 +33,8 @@ namespace {
 
 constexpr std::size_t kSmallCounts[] = {0, 1, 7, 1501};
 constexpr std::size_t kLargeCount = 1'000'003;  // 2 to 8 MiB, odd: uneven slices, many chunks
-const char* const kForceCma = "CHORUS_ALGO=allreduce=cma,broadcast=cma,allgather=cma";
+const char* const kForceCma =
+    "CHORUS_ALGO=allreduce=cma,broadcast=cma,allgather=cma,scatter=cma,gather=cma";
 
 /// The algorithm that a call with data on several ranks must report: cma, or shm_direct
 /// where the peers' memory cannot be read.
@@ -109,6 +110,48 @@ void broadcast_and_gather_case(Communicator& c, DataType t, std::size_t count, b
   }
 }
 
+/// Scatter and gather from every root (roots_of): block j of the root's buffer is
+/// block_of_rank(j). In place, the root's own block stays where it is: its receive
+/// buffer is block root of its send buffer (scatter), its send buffer block root of
+/// its receive buffer (gather).
+void scatter_and_gather_case(Communicator& c, DataType t, std::size_t count, bool in_place,
+                             const std::string& algorithm = "cma") {
+  const std::size_t bytes = count * dtype_size(t);
+  const int n = c.size();
+  const std::string what = case_label("scatter/gather", t, ReduceOp::Sum, count, in_place);
+  for (int root : roots_of(n)) {
+    const bool is_root = c.rank() == root;
+    std::vector<unsigned char> blocks(bytes * n, 0xAB);
+    if (is_root) {
+      for (int j = 0; j < n; ++j) {
+        if (count > 0) std::memcpy(blocks.data() + j * bytes, block_of_rank(j, count, t).data(), bytes);
+      }
+    }
+    std::vector<unsigned char> recv(bytes, 0xAB);
+    unsigned char* out = in_place && is_root ? blocks.data() + root * bytes : recv.data();
+    c.scatter(is_root ? blocks.data() : nullptr, out, count, t, root);
+    expect_algorithm(c, count, what, algorithm);
+    rank_check(same_block(out, c.rank(), count, t),
+               what + ": wrong scatter block from root " + std::to_string(root));
+
+    std::vector<unsigned char> all(is_root ? bytes * n : 0, 0xAB);
+    auto mine = block_of_rank(c.rank(), count, t);
+    const unsigned char* send = mine.data();
+    if (in_place && is_root) {
+      if (count > 0) std::memcpy(all.data() + root * bytes, mine.data(), bytes);
+      send = all.data() + root * bytes;
+    }
+    c.gather(send, is_root ? all.data() : nullptr, count, t, root);
+    expect_algorithm(c, count, what, algorithm);
+    if (!is_root) continue;
+    for (int r = 0; r < n; ++r) {
+      rank_check(same_block(all.data() + r * bytes, r, count, t),
+                 what + ": wrong gathered block " + std::to_string(r) + " at root " +
+                     std::to_string(root));
+    }
+  }
+}
+
 /// Every dtype x op x count in both modes, the mode alternating with the count
 /// (both modes meet every dtype x op); large counts in both modes too.
 void sweep(Communicator& c, SharedPage&) {
@@ -126,6 +169,10 @@ void sweep(Communicator& c, SharedPage&) {
     for (std::size_t count : kSmallCounts) broadcast_and_gather_case(c, t, count, ++k % 2 == 0);
   broadcast_and_gather_case(c, DataType::Int32, kLargeCount, true);
   broadcast_and_gather_case(c, DataType::Float64, kLargeCount / 2, false);
+  for (DataType t : {DataType::Uint8, DataType::Bfloat16, DataType::Uint32, DataType::Int64})
+    for (std::size_t count : kSmallCounts) scatter_and_gather_case(c, t, count, ++k % 2 == 0);
+  scatter_and_gather_case(c, DataType::Float32, kLargeCount / 4, true);
+  scatter_and_gather_case(c, DataType::Int8, kLargeCount / 2 + 1, false);
 }
 
 class CmaProcesses : public ::testing::TestWithParam<int> {};
@@ -150,6 +197,7 @@ TEST(CmaFallback, UnreadablePeersRunShmDirect) {
       for (std::size_t count : {std::size_t{7}, kLargeCount / 4}) {
         all_reduce_case(c, DataType::Float32, ReduceOp::Sum, count, repeat == 1, "shm_direct");
         broadcast_and_gather_case(c, DataType::Int32, count, repeat == 2, "shm_direct");
+        scatter_and_gather_case(c, DataType::Float32, count, repeat == 0, "shm_direct");
       }
     }
   });
@@ -245,7 +293,8 @@ TEST(CmaFaults, KilledPeerIsNamedWithinTwoSeconds) {
 TEST(CmaSelection, ModelKeepsShmDirectWhereTheKernelCopyIsSlow) {
   for (int n : {2, 4, 8}) {
     for (Collective collective :
-         {Collective::AllReduce, Collective::Broadcast, Collective::AllGather}) {
+         {Collective::AllReduce, Collective::Broadcast, Collective::AllGather,
+          Collective::Scatter, Collective::Gather}) {
       for (std::size_t bytes = 4096; bytes <= (std::size_t{64} << 20); bytes *= 16) {
         algorithms::CollectiveArgs args;
         args.collective = collective;
