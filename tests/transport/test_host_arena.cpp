@@ -178,6 +178,8 @@ TEST(HostArena, TinyRoundsCarryTheirDataThroughRecordLinesOfEveryKind) {
   ArenaPair pair;
   const std::size_t sizes[] = {8, kInlineBytes, kSmall, HostArena::kWholeRound, 1};
   const int rounds = 3 * kLanes + 1;
+  // A byte per (round, rank), distinct between the two ranks' rounds and their neighbours.
+  auto value = [](int i, int r) { return static_cast<int>((2 * i + r + 1) % 251); };
   auto run = [&](int me) {
     HostArena& a = *pair.arena[static_cast<std::size_t>(me)];
     const int other = 1 - me;
@@ -185,12 +187,12 @@ TEST(HostArena, TinyRoundsCarryTheirDataThroughRecordLinesOfEveryKind) {
       const std::size_t bytes = sizes[i % 5];
       const std::size_t used = bytes == HostArena::kWholeRound ? 64 : bytes;
       const std::uint64_t g = a.begin_round(soon(), bytes);
-      std::memset(a.buffer(me, g), 2 * i + me + 1, used);
+      std::memset(a.buffer(me, g), value(i, me), used);
       a.post(2 * g);
       a.wait_for(other, 2 * g, soon());
       const std::byte* theirs = a.buffer(other, g);
       for (std::size_t b = 0; b < used; ++b) {
-        ASSERT_EQ(static_cast<int>(theirs[b]), 2 * i + other + 1) << "round " << g << " byte " << b;
+        ASSERT_EQ(static_cast<int>(theirs[b]), value(i, other)) << "round " << g << " byte " << b;
       }
     }
   };

@@ -72,7 +72,7 @@ struct alignas(32) RoundRecord {
 };
 
 /// Small rounds in flight per rank, and the bytes a small round gives each rank.
-inline constexpr int kLanes = 16;
+inline constexpr int kLanes = 64;
 inline constexpr std::size_t kLaneBytes = 4096;
 /// The bytes a tiny round gives each rank, in its record line.
 inline constexpr std::size_t kInlineBytes = 24;
