@@ -184,6 +184,7 @@ void DistributedDataParallel::Impl::prepare(std::int64_t local_samples) {
   std::fill(ready.begin(), ready.end(), 0);
   for (auto& b : buckets) {
     b.pending = b.params.size();
+    b.unscaled.clear();
     b.launched = false;
   }
   next_launch = 0;

@@ -27,6 +27,9 @@ struct Bucket {
   torch::Tensor flat;                 ///< fp32, sum of the parameters' numel elements
   torch::Tensor wire;                 ///< fp16/bf16 copy all-reduced when compressing
   std::size_t pending = 0;            ///< parameters not yet ready in this step
+  /// Slots whose gradient is in the bucket unscaled: readied before the step's scale was
+  /// known (launch scales them when the step turns out not to be uniform).
+  std::vector<std::size_t> unscaled;
   bool launched = false;
   chorus::Request request;
 };
@@ -47,6 +50,7 @@ struct DistributedDataParallel::Impl {
   void remove_hooks();
   void on_grad_ready(std::size_t param);
   double grad_scale();
+  bool scale_known();  ///< grad_scale() is known without waiting (the sample sum arrived)
   void launch_ready_buckets(bool from_hook);  ///< from a gradient hook, or from finish()
   void launch(Bucket& bucket);
   void finish();

@@ -62,8 +62,11 @@ void DistributedDataParallel::Impl::remove_hooks() {
   hook_keys.clear();
 }
 
-// The all-reduced sample total arrives long before the first bucket in practice (it was issued
-// in prepare); waiting here keeps the hook correct when it does not. Every rank's scale is
+// The all-reduced sample total is issued in prepare; it arrives once every rank has called
+// prepare, i.e. finished its forward pass. Hooks never wait for it (a rank whose peer is
+// still in its forward pass would stall its own backward: a synchronisation point in the
+// middle of the step); they ask scale_known() and leave gradients unscaled until it is.
+// launch() and finish() wait. Every rank's scale is
 // unit / total; it is 1 / ranks on all of them exactly when all units are equal (ranks * the
 // sum of squares equals the square of the sum) and the total is their sum (no rank adds
 // earlier micro-batches or lacks samples), which every rank decides from the same sums.
@@ -76,6 +79,11 @@ double DistributedDataParallel::Impl::grad_scale() {
     have_scale = true;
   }
   return scale;
+}
+
+bool DistributedDataParallel::Impl::scale_known() {
+  if (!have_scale && samples_request.test()) grad_scale();
+  return have_scale;
 }
 
 void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
@@ -91,35 +99,39 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   Bucket& bucket = buckets[bucket_of[param]];
   const std::size_t slot = slot_of[param];
   const torch::Tensor& grad = params[param].grad();
-  const double s = grad_scale();
+  const bool known = scale_known();
   const bool aliases = grad.defined() && grad.is_contiguous() &&
                        grad.data_ptr() == bucket.flat.data_ptr<float>() + bucket.offsets[slot];
+  --bucket.pending;
   // Already in place (grad aliases its bucket slice, see complete) and the Avg all-reduce
-  // scales: nothing to do, not even a tensor to make.
-  if (uniform && aliases) {
-    if (--bucket.pending == 0) launch_ready_buckets(true);
+  // scales, or the scale is not known yet: nothing to do, not even a tensor to make.
+  if (aliases && (!known || uniform)) {
+    if (!known) bucket.unscaled.push_back(slot);
+    launch_ready_buckets(true);
     return;
   }
   torch::NoGradGuard no_grad;
   auto dst = bucket.flat.narrow(0, bucket.offsets[slot], params[param].numel());
-  if (uniform && grad.defined()) {
+  if (grad.defined() && (!known || uniform)) {
     dst.copy_(grad.reshape(-1));
+    if (!known) bucket.unscaled.push_back(slot);
   } else if (aliases) {
-    dst.mul_(s);  // scale in place
+    dst.mul_(scale);  // scale in place
   } else if (grad.defined()) {
     // One pass: dst = grad * (unit / total samples), the locally pre-scaled contribution.
-    torch::mul_out(dst, grad.reshape(-1), torch::scalar_tensor(s, torch::kFloat));
+    torch::mul_out(dst, grad.reshape(-1), torch::scalar_tensor(scale, torch::kFloat));
   } else {
     dst.zero_();
   }
-  if (--bucket.pending == 0) launch_ready_buckets(true);
+  launch_ready_buckets(true);
 }
 
 // Buckets start strictly in launch order (the communicator completes in issue order and every
-// rank must issue the same sequence); a bucket readied early waits for its predecessors.
-// Without DdpOptions::overlap_backward only finish() launches them.
+// rank must issue the same sequence); a bucket readied early waits for its predecessors, and
+// in a hook for the step's scale (a later hook or finish() launches it then). Without
+// DdpOptions::overlap_backward only finish() launches them.
 void DistributedDataParallel::Impl::launch_ready_buckets(bool from_hook) {
-  if (from_hook && !options.overlap_backward) return;
+  if (from_hook && (!options.overlap_backward || !scale_known())) return;
   while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
     launch(buckets[next_launch]);
     if (from_hook) ++stats.buckets_launched_in_backward;
@@ -130,6 +142,13 @@ void DistributedDataParallel::Impl::launch_ready_buckets(bool from_hook) {
 void DistributedDataParallel::Impl::launch(Bucket& bucket) {
   const auto count = static_cast<std::size_t>(bucket.flat.numel());
   grad_scale();  // decides `uniform`; finish may launch a bucket no hook touched
+  if (!uniform) {
+    torch::NoGradGuard no_grad;
+    for (std::size_t k : bucket.unscaled) {
+      bucket.flat.narrow(0, bucket.offsets[k], params[bucket.params[k]].numel()).mul_(scale);
+    }
+  }
+  bucket.unscaled.clear();
   const ReduceOp op = uniform ? ReduceOp::Avg : ReduceOp::Sum;
   if (bucket.wire.defined()) {
     bucket.wire.copy_(bucket.flat);  // fp32 -> fp16/bf16; Chorus sums half types in fp32

@@ -7,11 +7,15 @@
 
 #include <sys/resource.h>
 
+#include <chrono>
 #include <csignal>
 #include <functional>
+#include <thread>
 
 namespace chorus::train::testing {
 namespace {
+
+using namespace std::chrono_literals;
 
 constexpr std::uint64_t kInitSeed = 7;
 constexpr int kSteps = 4;
@@ -30,6 +34,11 @@ struct RunConfig {
   std::string algorithm = {};
   /// When set: runs on every rank right before its DDP is made.
   std::function<void(int rank)> before_ddp = {};
+  /// When set: runs on every rank before each step.
+  std::function<void(int rank)> before_step = {};
+  /// Between prepare_for_backward and backward, as a longer forward pass would take: the
+  /// step's sample total then arrives before the gradient hooks run.
+  std::chrono::milliseconds forward_pause{0};
   /// When set: checked on every rank's DDP statistics after the last step.
   std::function<void(const DistributedDataParallel::Stats&)> check_stats = {};
 
@@ -44,7 +53,7 @@ struct RunConfig {
 /// One rank's step: its rows of the global batch, split into micro-batches.
 void rank_step(DistributedDataParallel& ddp, torch::nn::SequentialImpl& seq,
                torch::optim::Optimizer& opt, const torch::Tensor& x, const torch::Tensor& y,
-               int micro, int replace) {
+               int micro, int replace, std::chrono::milliseconds forward_pause) {
   for (auto& p : seq.parameters()) {
     if (replace == 1) p.mutable_grad() = torch::Tensor();
     if (replace == 2 && p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
@@ -61,7 +70,9 @@ void rank_step(DistributedDataParallel& ddp, torch::nn::SequentialImpl& seq,
       torch::mse_loss(seq.forward(xs[k]), ys[k]).backward();
     }
     ddp.prepare_for_backward(xs.back().size(0));
-    torch::mse_loss(seq.forward(xs.back()), ys.back()).backward();
+    auto loss = torch::mse_loss(seq.forward(xs.back()), ys.back());
+    std::this_thread::sleep_for(forward_pause);
+    loss.backward();
   }
   ddp.finish_gradient_sync();
   opt.step();
@@ -84,8 +95,9 @@ std::vector<std::vector<torch::Tensor>> ddp_training(const Data& d, const RunCon
     const auto count = c.sizes[static_cast<std::size_t>(rank)];
     for (std::size_t s = 0; s < d.x.size(); ++s) {
       const int replace = !c.replace_grads || s == 0 ? 0 : s % 2 == 1 ? 1 : 2;
+      if (c.before_step) c.before_step(rank);
       rank_step(ddp, *model, *opt, d.x[s].narrow(0, first, count), d.y[s].narrow(0, first, count),
-                c.micro, replace);
+                c.micro, replace, c.forward_pause);
       if (!c.algorithm.empty()) {
         EXPECT_EQ(comm.last_algorithm(), c.algorithm) << "step " << s;
       }
@@ -117,12 +129,15 @@ TEST(DdpEquivalence, EqualSharesSgdOneToFourRanks) {
 }
 
 // Buckets launched from the hooks (overlapping backward) or all from finish_gradient_sync():
-// the same training either way, and the statistics say which happened.
+// the same training either way, and the statistics say which happened. (Hooks launch once the
+// step's sample total is known: the pause lets it arrive before backward, as a real forward
+// pass does.)
 TEST(DdpEquivalence, OverlapWithBackwardOrNot) {
   for (const bool overlap : {true, false}) {
     SCOPED_TRACE(overlap ? "overlap" : "no overlap");
     RunConfig c{{7, 9, 8}};
     c.options.overlap_backward = overlap;
+    c.forward_pause = 20ms;
     c.check_stats = [overlap](const DistributedDataParallel::Stats& stats) {
       if (overlap) {
         EXPECT_GT(stats.buckets_launched_in_backward, 0);
@@ -149,6 +164,27 @@ TEST(DdpEquivalence, UnequalSharesAreWeightedBySamples) {
   expect_equivalent({{5, 19}}, 1e-5);
   expect_equivalent({{3, 14, 7}}, 1e-5);
   expect_equivalent({{10, 0, 6, 8}}, 1e-5);  // a rank with no samples contributes nothing
+}
+
+// The last rank starts every step late: the others' gradient hooks run before the step's
+// sample total is known, leave their gradients unscaled and launch no bucket; the buckets go
+// once the total arrives (a later hook, or finish), scaled first when the shares are unequal.
+TEST(DdpEquivalence, HooksBeforeTheSampleTotalIsKnown) {
+  for (const bool replace : {false, true}) {
+    SCOPED_TRACE(replace ? "replaced gradients" : "gradients alias the buckets");
+    RunConfig c{{5, 19}};
+    c.replace_grads = replace;
+    c.before_step = [&c](int rank) {
+      if (rank + 1 == static_cast<int>(c.sizes.size())) std::this_thread::sleep_for(30ms);
+    };
+    expect_equivalent(c, 1e-5);
+    c.sizes = {3, 14, 7};
+    c.micro = 2;
+    expect_equivalent(c, 1e-5);
+    c.sizes = {12, 12};
+    c.micro = 1;
+    expect_equivalent(c, 1e-5);
+  }
 }
 
 TEST(DdpEquivalence, Adam) {

@@ -129,9 +129,11 @@ class Trainer {
     const auto start = Clock::now();
     train::DistributedDataParallel* ddp = step_skips_sync() ? nullptr : ddp_.get();
     optimizer_->zero_grad();
+    // Before the forward pass (as PyTorch's DDP does): the step's sample total is then
+    // all-reduced while the forward pass runs, so every gradient hook already knows it.
+    if (ddp) ddp->prepare_for_backward(static_cast<std::int64_t>(indices.size()));
     const auto loss =
         torch::nn::functional::cross_entropy(task_->forward(batch.input), batch.target);
-    if (ddp) ddp->prepare_for_backward(static_cast<std::int64_t>(indices.size()));
     loss.backward();
     if (ddp) ddp->finish_gradient_sync();
     clip_gradients(ddp);
