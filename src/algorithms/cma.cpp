@@ -2,6 +2,7 @@
 #include "algorithms/cma.hpp"
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 #include "core/log.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -62,6 +63,18 @@ std::uint64_t hash_pids(const std::vector<CmaCall::Card>& cards) {
 
 bool accepts_cma(const CollectiveArgs& args, int /*nranks*/) {
   return args.host_arena && args.allow_cma;
+}
+
+void read_every_block(CmaCall& call, const CollectiveArgs& args) {
+  const int n = call.arena().size();
+  const int r = call.arena().rank();
+  copy_elements(element_at(args.recv, r * args.count, args.dtype), args.send, args.count,
+                args.dtype);
+  const std::size_t block = bytes_of(args.count, args.dtype);
+  for (int step = 1; step < n; ++step) {
+    const int p = (r + step) % n;
+    call.read_send(p, 0, element_at(args.recv, p * args.count, args.dtype), block);
+  }
 }
 
 std::byte* cma_scratch(std::size_t bytes) {

@@ -1,8 +1,9 @@
 // Single-copy transfers between the ranks of one host: cross-memory reads
 // (transport/shm/cross_memory.hpp) let a rank read a peer's user buffer directly,
 // so a byte is copied once instead of twice (into the arena, out of it). The cma
-// algorithms (allreduce/cma.cpp, broadcast/cma.cpp, allgather/cma.cpp) use the
-// host arena only to publish addresses and to order their phases with flags.
+// algorithms (<collective>/cma.cpp for all-reduce, broadcast, all-gather, gather,
+// scatter and all-to-all) use the host arena only to publish addresses and to
+// order their phases with flags.
 //
 // A CmaCall opens one round g of the arena: every rank publishes a card (its
 // pid, its send and receive addresses, the address of a probe word) and posts
@@ -88,5 +89,10 @@ class CmaCall {
 /// A per-thread buffer of at least `bytes` bytes, reused across calls (no page
 /// faults per call), aligned for every dtype.
 std::byte* cma_scratch(std::size_t bytes);
+
+/// Fills this rank's receive buffer with every rank's block of args.count elements: its own
+/// copied from its send buffer into block rank (nothing in place), each peer p's send buffer
+/// read into block p. All-gather (every rank) and gather (the root).
+void read_every_block(CmaCall& call, const CollectiveArgs& args);
 
 }  // namespace chorus::algorithms

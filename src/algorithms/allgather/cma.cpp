@@ -18,16 +18,8 @@ void allgather_cma(transport::Transport& transport, const CollectiveArgs& args) 
   CmaCall call(transport, args);
   if (!call.usable()) return run_shm_direct_instead(transport, args, allgather_shm_direct);
   auto& arena = call.arena();
-  const int n = arena.size();
-  const int r = arena.rank();
   const std::uint64_t g = arena.begin_round(args.deadline);
-  const std::size_t block = bytes_of(args.count, args.dtype);
-  copy_elements(element_at(args.recv, r * args.count, args.dtype), args.send, args.count,
-                args.dtype);
-  for (int step = 1; step < n; ++step) {
-    const int p = (r + step) % n;
-    call.read_send(p, 0, element_at(args.recv, p * args.count, args.dtype), block);
-  }
+  read_every_block(call, args);
   arena.post(2 * g);
   arena.wait_all(2 * g, args.deadline);
 }

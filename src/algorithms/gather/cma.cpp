@@ -17,21 +17,13 @@ void gather_cma(transport::Transport& transport, const CollectiveArgs& args) {
   CmaCall call(transport, args);
   if (!call.usable()) return run_shm_direct_instead(transport, args, gather_shm_direct);
   auto& arena = call.arena();
-  const int n = arena.size();
-  const int r = arena.rank();
   const std::uint64_t g = arena.begin_round(args.deadline);
-  if (r != args.root) {
+  if (arena.rank() != args.root) {
     arena.post(2 * g);
     arena.wait_for(args.root, 2 * g, args.deadline);
     return;
   }
-  const std::size_t block = bytes_of(args.count, args.dtype);
-  copy_elements(element_at(args.recv, r * args.count, args.dtype), args.send, args.count,
-                args.dtype);
-  for (int step = 1; step < n; ++step) {
-    const int p = (r + step) % n;
-    call.read_send(p, 0, element_at(args.recv, p * args.count, args.dtype), block);
-  }
+  read_every_block(call, args);
   arena.post(2 * g);
 }
 
