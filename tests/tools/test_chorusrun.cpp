@@ -3,6 +3,8 @@
 // tagging, timeouts and the stopping of the surviving ranks.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <csignal>
 #include <fstream>
 #include <set>
@@ -157,6 +159,35 @@ TEST(Chorusrun, EnvironmentPerRank) {
     EXPECT_EQ(f[9], lines[0][9]);  // one secret per job
   }
   EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"}));
+}
+
+// --bind-to core: each rank may run on one CPU, the launcher's allowed CPUs in order,
+// wrapping around; without it every rank may run on all of them.
+TEST(Chorusrun, BindToCorePinsEachRankToOneCpu) {
+  const char* kAllowed = "grep Cpus_allowed_list /proc/self/status | cut -f2";
+  std::string all = run_process({"/bin/sh", "-c", kAllowed}).out;
+  ProcessResult bound =
+      chorusrun({"--tag-output", "--bind-to", "core", "-n", "3", "sh", "-c", kAllowed});
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  auto lines = tagged_words(bound.out);
+  ASSERT_EQ(lines.size(), 3u) << bound.out;
+  std::vector<int> cpus;
+  {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  for (const auto& f : lines) {
+    ASSERT_EQ(f.size(), 2u) << bound.out;
+    const int rank = std::stoi(f[0].substr(1, f[0].size() - 2));
+    EXPECT_EQ(f[1], std::to_string(cpus[static_cast<std::size_t>(rank) % cpus.size()]))
+        << bound.out;
+  }
+  ProcessResult unbound = chorusrun({"--tag-output", "-n", "2", "sh", "-c", kAllowed});
+  ASSERT_EQ(unbound.exit_code, 0) << unbound.err;
+  for (const auto& f : tagged_words(unbound.out)) EXPECT_EQ(f.back() + "\n", all) << unbound.out;
 }
 
 TEST(Chorusrun, GivenTokenAndSecondNodeNumbering) {

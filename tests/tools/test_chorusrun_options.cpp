@@ -27,6 +27,9 @@ TEST(ChorusrunOptions, Spellings) {
   EXPECT_EQ(o.master_port, 9);
   EXPECT_TRUE(o.tag_output);
   EXPECT_DOUBLE_EQ(o.timeout_seconds, 1.5);
+  EXPECT_FALSE(o.bind_to_core);
+  EXPECT_TRUE(parse({"--bind-to", "core", "p"}).bind_to_core);
+  EXPECT_FALSE(parse({"--bind-to=none", "p"}).bind_to_core);
   EXPECT_EQ(o.command, (std::vector<std::string>{"p", "-n", "3"}));  // options end at the program
 }
 
@@ -49,6 +52,8 @@ TEST(ChorusrunOptions, Rejections) {
       {"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "--master-port", "1", "p"},
       {"--nnodes", "2", "p"},
       {"--bogus", "p"},
+      {"--bind-to", "socket", "p"},
+      {"--bind-to", "", "p"},
       {"--timeout"},
   };
   for (const auto& args : bad) {

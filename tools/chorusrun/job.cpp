@@ -48,6 +48,7 @@ JobPlan make_job_plan(const Options& options, const JobContact& contact,
   plan.tag_output = options.tag_output;
   plan.timeout_seconds = options.timeout_seconds;
   bool stdin_is_terminal = isatty(0) != 0;
+  const std::vector<int> cpus = options.bind_to_core ? allowed_cpus() : std::vector<int>{};
   for (int local_rank = 0; local_rank < options.nproc_per_node; ++local_rank) {
     RankLaunch launch;
     launch.rank = options.node_rank * options.nproc_per_node + local_rank;
@@ -56,6 +57,9 @@ JobPlan make_job_plan(const Options& options, const JobContact& contact,
     launch.request.env = merged_environment(rank_variables(options, contact, local_rank));
     launch.request.capture_output = options.tag_output;
     launch.request.inherit_stdin = local_rank == 0 && !stdin_is_terminal;
+    if (!cpus.empty()) {
+      launch.request.cpu = cpus[static_cast<std::size_t>(local_rank) % cpus.size()];
+    }
     plan.ranks.push_back(std::move(launch));
   }
   return plan;

@@ -67,6 +67,13 @@ const std::vector<ValueOption>& value_options() {
        [](Options& o, auto name, const auto& v) { o.master_port = parse_int(name, v, 0, 65535); }},
       {"timeout", "",
        [](Options& o, auto name, const auto& v) { o.timeout_seconds = parse_seconds(name, v); }},
+      {"bind-to", "",
+       [](Options& o, auto name, const auto& v) {
+         if (v != "core" && v != "none") {
+           bad_usage(std::string(name) + " takes 'core' or 'none', got '" + v + "'");
+         }
+         o.bind_to_core = v == "core";
+       }},
   };
   return options;
 }
@@ -161,6 +168,10 @@ options:
                                required with --nnodes > 1)
   --tag-output                 prefix every output line with "[rank] "
   --timeout S                  stop the job after S seconds (exit status 124)
+  --bind-to core|none          core: local rank i runs only on the i-th CPU this
+                               launcher may use (wrapping around when ranks
+                               outnumber CPUs), like mpirun --bind-to core;
+                               none (default): the kernel places every thread
   -h, --help                   print this text
 
 Every rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (the

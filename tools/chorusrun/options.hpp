@@ -15,6 +15,7 @@ struct Options {
   int master_port = 0;         ///< --master-port: port of the store (0 = pick a free one)
   bool tag_output = false;     ///< --tag-output: prefix every line with "[rank] "
   double timeout_seconds = 0;  ///< --timeout: stop the job after this long (0 = never)
+  bool bind_to_core = false;   ///< --bind-to core: local rank i runs on the i-th allowed CPU (mod)
   bool help = false;           ///< -h / --help
   std::vector<std::string> command;  ///< the program and its arguments
 };

@@ -2,6 +2,7 @@
 #include "spawn.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -54,6 +55,12 @@ void close_descriptors_from_3(int max_fd) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);  // the launcher died before prctl took effect
+  if (request.cpu >= 0) {
+    cpu_set_t only;
+    CPU_ZERO(&only);
+    CPU_SET(request.cpu, &only);
+    sched_setaffinity(0, sizeof only, &only);
+  }
   if (!request.inherit_stdin) dup2(devnull, 0);
   if (out_w >= 0) dup2(out_w, 1);
   if (err_w >= 0) dup2(err_w, 2);
@@ -124,6 +131,17 @@ SpawnedRank spawn_rank(const SpawnRequest& request) {
   }
   setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
   return SpawnedRank{pid, out.read_fd, err.read_fd};
+}
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
 }
 
 std::string resolve_program(const std::string& name) {

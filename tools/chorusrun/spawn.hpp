@@ -17,6 +17,7 @@ struct SpawnRequest {
   std::vector<std::string> env;   ///< the complete environment, "NAME=value"
   bool capture_output = false;    ///< stdout/stderr to pipes (for --tag-output)
   bool inherit_stdin = false;     ///< else stdin is /dev/null
+  int cpu = -1;                   ///< the only CPU the child may run on (-1: no binding)
 };
 
 struct SpawnedRank {
@@ -27,9 +28,13 @@ struct SpawnedRank {
 
 /// Forks and execs. The child: signal dispositions and mask reset, own
 /// process group (pgid == pid), PR_SET_PDEATHSIG = SIGKILL, descriptors above 2
-/// closed. When execve fails the child prints why and exits with 127.
+/// closed, bound to request.cpu when it is set (a failed binding is not fatal: the
+/// rank then runs unbound). When execve fails the child prints why and exits with 127.
 /// Throws Error(SystemError) when fork or pipe fails.
 SpawnedRank spawn_rank(const SpawnRequest& request);
+
+/// The CPUs this process may run on (sched_getaffinity), in increasing order.
+std::vector<int> allowed_cpus();
 
 /// The executable `name` names: itself when it contains '/', else the first
 /// match in PATH. Throws Error(InvalidArgument) when there is none.
