@@ -1,11 +1,10 @@
 // The wait policy's choice by ranks and cores; see wait_policy.hpp.
 #include "transport/wait_policy.hpp"
 
+#include "core/cpus.hpp"
 #include "core/env.hpp"
 
 #include <chorus/error.hpp>
-
-#include <sched.h>
 
 #include <algorithm>
 #include <charconv>
@@ -14,12 +13,7 @@
 namespace chorus::transport {
 namespace {
 
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
+int usable_cpus() { return std::max(1, static_cast<int>(allowed_cpus().size())); }
 
 int launcher_local_ranks() {
   const std::string text = env_or("LOCAL_WORLD_SIZE", "");

@@ -1,6 +1,8 @@
 // Launch plan construction (see job.hpp).
 #include "job.hpp"
 
+#include "core/cpus.hpp"
+
 #include <unistd.h>
 
 #include <map>

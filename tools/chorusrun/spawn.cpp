@@ -133,17 +133,6 @@ SpawnedRank spawn_rank(const SpawnRequest& request) {
   return SpawnedRank{pid, out.read_fd, err.read_fd};
 }
 
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
 std::string resolve_program(const std::string& name) {
   if (name.find('/') != std::string::npos) {
     if (is_executable_file(name)) return name;

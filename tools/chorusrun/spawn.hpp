@@ -33,9 +33,6 @@ struct SpawnedRank {
 /// Throws Error(SystemError) when fork or pipe fails.
 SpawnedRank spawn_rank(const SpawnRequest& request);
 
-/// The CPUs this process may run on (sched_getaffinity), in increasing order.
-std::vector<int> allowed_cpus();
-
 /// The executable `name` names: itself when it contains '/', else the first
 /// match in PATH. Throws Error(InvalidArgument) when there is none.
 std::string resolve_program(const std::string& name);
