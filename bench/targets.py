@@ -3,11 +3,12 @@
 Markdown reports it writes to bench/results/, whose tables hold the same medians).
 
     bench/targets.sh            # runs the four measurements, then this script
-    python3 bench/targets.py shm.json small.json tcp.json eight.json > targets.md
+    python3 bench/targets.py shm.json tiny.json small.json tcp.json eight.json eight-tiny.json > targets.md
     python3 bench/targets.py bench/results/<shm>.md ... > targets.md
 
 Each JSON holds median times per (collective, ranks, peer, size) and the transport Chorus ran
-on. A target is met when the ratio it names holds in every cell it covers; the report lists
+on; where two files hold the same cell, the later one's stands (a re-measurement with more
+iterations). A target is met when the ratio it names holds in every cell it covers; the report lists
 every cell, so a miss says where and by how much. Ratios are peer time / Chorus time, which
 for busbw targets is the same ratio (busbw = size / time x a factor common to both).
 """
