@@ -3,10 +3,11 @@
 gradient synchronisation at all (nosync) and DDP whose communication hook communicates nothing
 (nocomm: torch's own DDP work, what no backend can remove), in one invocation; and chorus
 DDP taking synchronised and unsynchronised (no_sync) steps in turn within each run (paired),
-which measures the synchronisation's cost free of the spread between separate runs.
+which measures the synchronisation's cost free of the spread between separate runs; and the
+same with the hook that communicates nothing (paired-nocomm: torch DDP's own share of it).
 
     PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_ddp/ddp_bench.py \\
-        [--models mlp,transformer,lstm] [--ranks 2,4] [--modes chorus,gloo,nosync,nocomm,paired]
+        [--models mlp,transformer,lstm] [--ranks 2,4] [--modes chorus,gloo,nosync,nocomm,paired,paired-nocomm]
         [--steps 20] [--warmup 3] [--repeats 3] [--bucket-view] [--avg-hook]
 
 For every (model, ranks) cell the modes run interleaved, `repeats` times: chorus, gloo,
@@ -35,7 +36,8 @@ except ImportError:
     sys.exit("no torch in {}: run with /usr/bin/python3 (Debian's python3-torch)".format(sys.executable))
 import report  # noqa: E402
 
-MODES = ("chorus", "gloo", "nosync", "nocomm", "paired")
+MODES = ("chorus", "gloo", "nosync", "nocomm", "paired", "paired-nocomm")
+PAIRED = ("paired", "paired-nocomm")
 MODEL_NAMES = ("mlp", "transformer", "lstm")
 
 
@@ -107,7 +109,7 @@ def launch(model, ranks, mode, args):
                 raise RunFailed("rank {} printed no report: {!r}".format(r, text[-200:]))
     info = ranks_out[0]
     run = {"step_s": max(o["step_s"] for o in ranks_out), "loss": info["loss"], "info": info}
-    if mode == "paired":
+    if mode in PAIRED:
         run["unsynced_s"] = max(o["unsynced_s"] for o in ranks_out)
     return run
 

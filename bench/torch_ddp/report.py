@@ -7,7 +7,8 @@ synchronisation costs nothing; the issue's goal is at most 1.10); nocomm/nosync 
 DDP costs by itself (bucket copies, hooks: no backend can remove it); chorus/nocomm = what the
 chorus backend adds to that; paired = the median over paired runs of (synchronised step /
 unsynchronised step) within one run, the same ratio as chorus/nosync without the spread between
-separate runs.
+separate runs; paired nocomm = the same ratio for DDP with the hook that communicates nothing
+(torch DDP's own share of the paired ratio).
 """
 
 import os
@@ -66,7 +67,8 @@ def header(cells, args, minutes):
         "communicates nothing, so nocomm/nosync is torch DDP's own cost and chorus/nocomm what "
         "the backend adds. paired: chorus DDP taking synchronised and no_sync() steps in turn in "
         "the same processes, each no_sync() step followed by an untimed barrier; the median "
-        "over runs of the ratio of the two kinds' median step times.".format(args.warmup, args.steps, args.repeats, ", ".join(args.modes)),
+        "over runs of the ratio of the two kinds' median step times. paired nocomm: the same "
+        "with nocomm's hook, torch DDP's own share of that ratio.".format(args.warmup, args.steps, args.repeats, ", ".join(args.modes)),
         "DDP options: {}{}.".format("gradient_as_bucket_view=True" if args.bucket_view else "torch's defaults",
                                     "; chorus modes with chorus_torch.allreduce_avg_hook" if args.avg_hook else ""),
         "Ranks' glibc malloc: {} (see ddp_bench.py).".format(args.malloc),
@@ -87,11 +89,11 @@ def ratio(step, a, b):
 def summary_table(cells):
     lines = ["| model | ranks | batch/rank | chorus ms | chorus samples/s | gloo ms | gloo samples/s "
              "| nosync ms | nosync samples/s | nocomm ms | gloo/chorus | chorus/nosync "
-             "| nocomm/nosync | chorus/nocomm | paired chorus/nosync |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| nocomm/nosync | chorus/nocomm | paired chorus/nosync | paired nocomm/nosync |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for model, ranks, runs in cells:
         batch = models.MODELS[model][0]
-        step = {mode: median_step(r) for mode, r in runs.items() if mode != "paired"}
+        step = {mode: median_step(r) for mode, r in runs.items() if not mode.startswith("paired")}
         row = [model, str(ranks), str(batch)]
         for mode in ("chorus", "gloo", "nosync"):
             s = step[mode]
@@ -99,7 +101,7 @@ def summary_table(cells):
         row.append(fmt(step["nocomm"] and step["nocomm"] * 1e3, ".1f"))
         row += [ratio(step, "gloo", "chorus"), ratio(step, "chorus", "nosync"),
                 ratio(step, "nocomm", "nosync"), ratio(step, "chorus", "nocomm"),
-                fmt(median_paired(runs["paired"]), ".2f")]
+                fmt(median_paired(runs["paired"]), ".2f"), fmt(median_paired(runs["paired-nocomm"]), ".2f")]
         lines.append("| " + " | ".join(row) + " |")
     return lines + [""]
 
@@ -123,13 +125,16 @@ def runs_table(cells):
     lines = ["## Every run, in run order", "",
              "Step time in ms (slowest rank) / CPU time of rank 0 per step in ms (all its threads; "
              "below the step time when the rank waited for the others or for a core).", "",
-             "paired: synchronised / unsynchronised step median in ms (slowest rank of each).", "",
-             "| model | ranks | chorus | gloo | nosync | nocomm | paired |", "|---|--:|---|---|---|---|---|"]
+             "paired, paired nocomm: synchronised / unsynchronised step median in ms (slowest rank "
+             "of each).", "",
+             "| model | ranks | chorus | gloo | nosync | nocomm | paired | paired nocomm |",
+             "|---|--:|---|---|---|---|---|---|"]
     for model, ranks, runs in cells:
         row = [" ".join("{:.1f}/{:.1f}".format(r["step_s"] * 1e3, r["info"]["cpu_s"] * 1e3) for r in runs[m]) or "-"
                for m in ("chorus", "gloo", "nosync", "nocomm")]
-        row.append(" ".join("{:.1f}/{:.1f}".format(r["step_s"] * 1e3, r["unsynced_s"] * 1e3)
-                            for r in runs["paired"]) or "-")
+        for m in ("paired", "paired-nocomm"):
+            row.append(" ".join("{:.1f}/{:.1f}".format(r["step_s"] * 1e3, r["unsynced_s"] * 1e3)
+                                for r in runs[m]) or "-")
         lines.append("| {} | {} | {} |".format(model, ranks, " | ".join(row)))
     return lines + [""]
 

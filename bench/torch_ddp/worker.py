@@ -11,6 +11,8 @@ gloo group) with a communication hook that returns each bucket as it is: DDP's o
 `no_sync()` in turn (2 x `steps` timed steps), each unsynchronised step followed by an untimed
 barrier so that every step starts with the ranks together: the two medians measure what the
 synchronisation costs within one run, free of the differences between separate runs.
+`paired-nocomm` does the same with nocomm's hook (on a gloo group): what DDP's own work adds
+to a step, measured the same way.
 A step is zero_grad + forward + cross-entropy + backward (DDP's all-reduces included) + SGD
 step; data preparation is outside the step.
 
@@ -72,7 +74,7 @@ def train(args, rank):
     if args.mode != "nosync":
         ddp = torch.nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=args.bucket_view)
         model = ddp
-    if args.mode == "nocomm":
+    if args.mode in ("nocomm", "paired-nocomm"):
         model.register_comm_hook(None, no_communication)
     elif args.avg_hook and args.mode in ("chorus", "paired"):
         import chorus_torch
@@ -92,7 +94,7 @@ def train(args, rank):
     for i in range(args.warmup):
         step(i)
     dist.barrier()
-    if args.mode == "paired":
+    if args.mode in ("paired", "paired-nocomm"):
         synced, unsynced = paired_steps(args, step, ddp)
         return {"step_s": synced, "unsynced_s": unsynced, "loss": float(losses[-1]), "params": params}
     perf_control("enable")
@@ -109,7 +111,7 @@ def train(args, rank):
 
 
 def paired_steps(args, step, ddp):
-    """--mode paired: median synchronised and unsynchronised step times (s), in turn."""
+    """--mode paired and paired-nocomm: median synchronised and unsynchronised step times (s), in turn."""
     synced, unsynced = [], []
     for i in range(2 * args.steps):
         start = time.perf_counter()
@@ -128,7 +130,7 @@ def paired_steps(args, step, ddp):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", choices=sorted(models.MODELS), required=True)
-    parser.add_argument("--mode", choices=["chorus", "gloo", "nosync", "nocomm", "paired"], required=True)
+    parser.add_argument("--mode", choices=["chorus", "gloo", "nosync", "nocomm", "paired", "paired-nocomm"], required=True)
     parser.add_argument("--store", required=True, help="path of the FileStore for this run")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--warmup", type=int, required=True)
