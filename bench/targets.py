@@ -2,7 +2,7 @@
 """Checks issue 3's speed targets against bench/compare.py results (its --json files, or the
 Markdown reports it writes to bench/results/, whose tables hold the same medians).
 
-    bench/targets.sh            # runs the four measurements, then this script
+    bench/targets.sh            # runs the six measurements, then this script
     python3 bench/targets.py shm.json tiny.json small.json tcp.json eight.json eight-tiny.json > targets.md
     python3 bench/targets.py bench/results/<shm>.md ... > targets.md
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/targets.sh [chorus-build-dir]: measures issue 3's targets on this machine and checks
-# them. Six bench/compare.py runs (about 30 minutes on 2 cores), then bench/targets.py.
+# them. Six bench/compare.py runs (about 20-25 minutes on 2 cores), then bench/targets.py.
 # Every cell is the median of 5 interleaved runs per peer: with 3, one noisy run in a
 # cell's three decided it, and the same cell moved by 30% between runs of this script.
 #   shm    all 8 collectives, 2 and 4 ranks, Chorus / Open MPI / Gloo, 16 B..64 MiB (x4),
