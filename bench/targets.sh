@@ -37,9 +37,12 @@ failed=0
   --iters 200 --warmup 20 --json "$work/eight.json" >/dev/null || failed=1
 "${compare[@]}" --ranks 8 --peers chorus,ompi --min 16 --max 4K --factor 4 --repeat 5 \
   --iters 5000 --warmup 500 --json "$work/eight-tiny.json" >/dev/null || failed=1
-parts=(shm tiny small tcp eight eight-tiny)  # in this order: a later file's cell replaces an earlier's
-for f in "${parts[@]}"; do cp "$work/$f.json" "$out/$stamp-targets-$f.json"; done
-python3 "$root/bench/targets.py" $(printf "$out/$stamp-targets-%s.json " "${parts[@]}") \
+files=()  # in this order: a later file's cell replaces an earlier's
+for f in shm tiny small tcp eight eight-tiny; do
+  files+=("$out/$stamp-targets-$f.json")
+  cp "$work/$f.json" "${files[-1]}"
+done
+python3 "$root/bench/targets.py" "${files[@]}" \
   | tee "$out/$stamp-targets.md"
 if [ "$failed" != 0 ]; then
   echo "targets.sh: some runs failed (see '# failed runs' above and the compare reports)" >&2

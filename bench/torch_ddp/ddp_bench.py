@@ -36,8 +36,7 @@ except ImportError:
     sys.exit("no torch in {}: run with /usr/bin/python3 (Debian's python3-torch)".format(sys.executable))
 import report  # noqa: E402
 
-MODES = ("chorus", "gloo", "nosync", "nocomm", "paired", "paired-nocomm")
-PAIRED = ("paired", "paired-nocomm")
+MODES = ("chorus", "gloo", "nosync", "nocomm", "paired", "paired-nocomm")  # paired*: steps in turn
 MODEL_NAMES = ("mlp", "transformer", "lstm")
 
 
@@ -109,7 +108,7 @@ def launch(model, ranks, mode, args):
                 raise RunFailed("rank {} printed no report: {!r}".format(r, text[-200:]))
     info = ranks_out[0]
     run = {"step_s": max(o["step_s"] for o in ranks_out), "loss": info["loss"], "info": info}
-    if mode in PAIRED:
+    if mode.startswith("paired"):
         run["unsynced_s"] = max(o["unsynced_s"] for o in ranks_out)
     return run
 

@@ -74,7 +74,7 @@ def train(args, rank):
     if args.mode != "nosync":
         ddp = torch.nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=args.bucket_view)
         model = ddp
-    if args.mode in ("nocomm", "paired-nocomm"):
+    if args.mode.endswith("nocomm"):
         model.register_comm_hook(None, no_communication)
     elif args.avg_hook and args.mode in ("chorus", "paired"):
         import chorus_torch
@@ -94,7 +94,7 @@ def train(args, rank):
     for i in range(args.warmup):
         step(i)
     dist.barrier()
-    if args.mode in ("paired", "paired-nocomm"):
+    if args.mode.startswith("paired"):
         synced, unsynced = paired_steps(args, step, ddp)
         return {"step_s": synced, "unsynced_s": unsynced, "loss": float(losses[-1]), "params": params}
     perf_control("enable")

@@ -103,25 +103,24 @@ void DistributedDataParallel::Impl::on_grad_ready(std::size_t param) {
   const bool aliases = grad.defined() && grad.is_contiguous() &&
                        grad.data_ptr() == bucket.flat.data_ptr<float>() + bucket.offsets[slot];
   --bucket.pending;
-  // Already in place (grad aliases its bucket slice, see complete) and the Avg all-reduce
-  // scales, or the scale is not known yet: nothing to do, not even a tensor to make.
-  if (aliases && (!known || uniform)) {
-    if (!known) bucket.unscaled.push_back(slot);
-    launch_ready_buckets(true);
-    return;
-  }
-  torch::NoGradGuard no_grad;
-  auto dst = bucket.flat.narrow(0, bucket.offsets[slot], params[param].numel());
-  if (grad.defined() && (!known || uniform)) {
-    dst.copy_(grad.reshape(-1));
-    if (!known) bucket.unscaled.push_back(slot);
-  } else if (aliases) {
-    dst.mul_(scale);  // scale in place
-  } else if (grad.defined()) {
-    // One pass: dst = grad * (unit / total samples), the locally pre-scaled contribution.
-    torch::mul_out(dst, grad.reshape(-1), torch::scalar_tensor(scale, torch::kFloat));
-  } else {
-    dst.zero_();
+  // The Avg all-reduce scales (uniform), or launch() does once the scale is known: the
+  // gradient goes in as it is. Already in place (grad aliases its bucket slice, see
+  // complete), there is then nothing to do, not even a tensor to make.
+  const bool scaled_later = !known || uniform;
+  if (!known && grad.defined()) bucket.unscaled.push_back(slot);
+  if (!(aliases && scaled_later)) {
+    torch::NoGradGuard no_grad;
+    auto dst = bucket.flat.narrow(0, bucket.offsets[slot], params[param].numel());
+    if (!grad.defined()) {
+      dst.zero_();
+    } else if (scaled_later) {
+      dst.copy_(grad.reshape(-1));
+    } else if (aliases) {
+      dst.mul_(scale);  // scale in place
+    } else {
+      // One pass: dst = grad * (unit / total samples), the locally pre-scaled contribution.
+      torch::mul_out(dst, grad.reshape(-1), torch::scalar_tensor(scale, torch::kFloat));
+    }
   }
   launch_ready_buckets(true);
 }

@@ -3,14 +3,13 @@
 // tagging, timeouts and the stopping of the surviving ranks.
 #include <gtest/gtest.h>
 
-#include <sched.h>
-
 #include <csignal>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "core/cpus.hpp"
 #include "process.hpp"
 
 namespace chorus::test {
@@ -171,14 +170,8 @@ TEST(Chorusrun, BindToCorePinsEachRankToOneCpu) {
   ASSERT_EQ(bound.exit_code, 0) << bound.err;
   auto lines = tagged_words(bound.out);
   ASSERT_EQ(lines.size(), 3u) << bound.out;
-  std::vector<int> cpus;
-  {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
+  const std::vector<int> cpus = allowed_cpus();  // tested against the mask in test_cpus.cpp
+  ASSERT_FALSE(cpus.empty());
   for (const auto& f : lines) {
     ASSERT_EQ(f.size(), 2u) << bound.out;
     const int rank = std::stoi(f[0].substr(1, f[0].size() - 2));
