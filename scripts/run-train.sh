@@ -12,5 +12,10 @@ build="${CHORUS_BUILD_DIR:-$root/build}"
 "$root/scripts/setup-debian.sh"
 CHORUS_BUILD_TARGETS="chorusrun chorus-train" "$root/scripts/build.sh" "$build" -DCHORUS_WITH_TORCH=ON
 export OMP_NUM_THREADS=1
+# OpenBLAS's own kernels for this CPU, where Debian's OpenBLAS does not know it (see the script).
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  coretype="$("$root/scripts/openblas-coretype.sh")"
+  if [ -n "$coretype" ]; then export OPENBLAS_CORETYPE="$coretype"; fi
+fi
 exec "$build/tools/chorusrun/chorusrun" -n 4 "$build/tools/chorus-train/chorus-train" \
   --model mlp --epochs 2 --batch 64 --log-every 100 "$@"

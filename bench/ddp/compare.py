@@ -25,7 +25,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 import spawn  # noqa: E402
+from openblas_env import openblas_env  # noqa: E402
 
 SUMMARY = re.compile(r"summary steps=\d+ samples_per_s=([\d.]+) step_ms_median=([\d.]+)")
 UNSYNCED = re.compile(r"unsynced_step_ms_median=([\d.]+)")
@@ -83,6 +85,7 @@ def main():
     parser.add_argument("--bucket-cap-mb", type=float, default=25)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    os.environ.update(openblas_env())  # every rank of both trainers inherits it
     args.chorusrun = os.path.join(args.build, "tools", "chorusrun", "chorusrun")
     args.chorus_train = os.path.join(args.build, "tools", "chorus-train", "chorus-train")
     configs = {

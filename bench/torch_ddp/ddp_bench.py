@@ -8,7 +8,7 @@ same with the hook that communicates nothing (paired-nocomm: torch DDP's own sha
 
     PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_ddp/ddp_bench.py \\
         [--models mlp,transformer,lstm] [--ranks 2,4] [--modes chorus,gloo,nosync,nocomm,paired,paired-nocomm]
-        [--steps 20] [--warmup 3] [--repeats 3] [--bucket-view] [--avg-hook]
+        [--steps 20] [--warmup 3] [--repeats 3] [--bucket-view] [--avg-hook [cpp|python]]
 
 For every (model, ranks) cell the modes run interleaved, `repeats` times: chorus, gloo,
 nosync, nocomm, chorus, gloo, ... Each run starts `ranks` fresh processes (worker.py, one torch
@@ -30,6 +30,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from openblas_env import openblas_env  # noqa: E402
 try:
     import torch  # noqa: F401  (the workers need it; fail here with a clear message)
 except ImportError:
@@ -57,9 +59,15 @@ def rank_malloc_env():
     return {name: os.environ.get(name, value) for name, value in MALLOC_ENV.items()}
 
 
-def start_ranks(cmd, ranks, tmp):
-    env = dict(os.environ, **rank_malloc_env())
+def rank_env(ranks):
+    """Every rank's environment but RANK: one thread, the steady allocator, OpenBLAS's kernels."""
+    env = dict(os.environ, **rank_malloc_env(), **openblas_env())
     env.update(WORLD_SIZE=str(ranks), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    return env
+
+
+def start_ranks(cmd, ranks, tmp):
+    env = rank_env(ranks)
     procs = []
     for r in range(ranks):
         with open(os.path.join(tmp, "out%d" % r), "w") as out, open(os.path.join(tmp, "err%d" % r), "w") as err:
@@ -92,7 +100,7 @@ def launch(model, ranks, mode, args):
         cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--model", model, "--mode", mode,
                "--store", os.path.join(tmp, "store"), "--steps", str(args.steps),
                "--warmup", str(args.warmup)] + (["--bucket-view"] if args.bucket_view else []) \
-            + (["--avg-hook"] if args.avg_hook else [])
+            + (["--avg-hook", args.avg_hook] if args.avg_hook else [])
         failed = wait_ranks(start_ranks(cmd, ranks, tmp), args.timeout)
         if failed:
             with open(os.path.join(tmp, "err%d" % failed[0])) as err:
@@ -143,9 +151,10 @@ def parse_args():
     parser.add_argument("--bucket-view", action="store_true",
                         help="DDP(gradient_as_bucket_view=True) in every DDP mode: gradients are views of "
                              "DDP's buckets, which saves copying them back after each all-reduce")
-    parser.add_argument("--avg-hook", action="store_true",
-                        help="chorus and paired modes register chorus_torch.allreduce_avg_hook: the "
-                             "backend averages (ReduceOp.AVG) instead of DDP dividing every gradient")
+    parser.add_argument("--avg-hook", nargs="?", const="cpp", choices=["cpp", "python"],
+                        help="chorus and paired modes average in the backend (ReduceOp.AVG) instead of DDP "
+                             "dividing every gradient: cpp (the default) registers "
+                             "chorus_torch.register_avg_hook, python chorus_torch.allreduce_avg_hook")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
     parser.add_argument("--out", default=os.path.join(HERE, "..", "results"),
                         help="directory of the markdown report ('' for none)")

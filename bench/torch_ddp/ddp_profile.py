@@ -3,7 +3,7 @@
 
     PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_ddp/ddp_profile.py \\
         [--modes nosync,nocomm,chorus] [--model mlp] [--ranks 2] [--steps 60] [--freq 1000]
-        [--bucket-view] [--avg-hook]
+        [--bucket-view] [--avg-hook [cpp|python]]
 
 Each mode is one run of worker.py (modes as in ddp_bench.py) with rank 0 under
 `perf record -e cpu-clock --call-graph dwarf`, recording its timed steps only (the worker
@@ -87,11 +87,10 @@ def profile(mode, args, tmp):
     worker = [sys.executable, os.path.join(HERE, "worker.py"), "--model", args.model, "--mode", mode,
               "--store", os.path.join(tmp, mode + ".store"), "--steps", str(args.steps), "--warmup", "3"]
     worker += ["--bucket-view"] if args.bucket_view else []
-    worker += ["--avg-hook"] if args.avg_hook else []
+    worker += ["--avg-hook", args.avg_hook] if args.avg_hook else []
     perf = ["perf", "record", "-q", "-D", "-1", "--control=fifo:{},{}".format(ctl, ack), "-e", "cpu-clock",
             "-F", str(args.freq), "--call-graph", "dwarf,16384", "-o", data, "--"]
-    env = dict(os.environ, **ddp_bench.rank_malloc_env())
-    env.update(WORLD_SIZE=str(args.ranks), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env = ddp_bench.rank_env(args.ranks)
     procs = []
     for r in range(args.ranks):
         rank_env = dict(env, RANK=str(r))
@@ -121,8 +120,8 @@ def main():
     parser.add_argument("--steps", type=int, default=60, help="timed (profiled) steps per run")
     parser.add_argument("--freq", type=int, default=1000, help="samples per second of CPU time")
     parser.add_argument("--bucket-view", action="store_true", help="DDP(gradient_as_bucket_view=True)")
-    parser.add_argument("--avg-hook", action="store_true",
-                        help="chorus mode registers chorus_torch.allreduce_avg_hook (as ddp_bench.py)")
+    parser.add_argument("--avg-hook", nargs="?", const="cpp", choices=["cpp", "python"],
+                        help="chorus mode averages in the backend, as ddp_bench.py's --avg-hook")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
     args = parser.parse_args()
     modes = args.modes.split(",")

@@ -22,6 +22,10 @@ import models
 LOSS_RTOL = 1e-3  # chorus and gloo sum the same gradients, only possibly in another order
 
 
+HOOK_NAMES = {"cpp": "; chorus modes with chorus_torch.register_avg_hook",
+              "python": "; chorus modes with chorus_torch.allreduce_avg_hook"}
+
+
 def median_step(runs):
     return statistics.median(r["step_s"] for r in runs) if runs else None
 
@@ -70,7 +74,7 @@ def header(cells, args, minutes):
         "over runs of the ratio of the two kinds' median step times. paired nocomm: the same "
         "with nocomm's hook, torch DDP's own share of that ratio.".format(args.warmup, args.steps, args.repeats, ", ".join(args.modes)),
         "DDP options: {}{}.".format("gradient_as_bucket_view=True" if args.bucket_view else "torch's defaults",
-                                    "; chorus modes with chorus_torch.allreduce_avg_hook" if args.avg_hook else ""),
+                                    HOOK_NAMES.get(args.avg_hook, "")),
         "Ranks' glibc malloc: {} (see ddp_bench.py).".format(args.malloc),
         "",
     ]

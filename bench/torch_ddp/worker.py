@@ -27,6 +27,7 @@ PERF_ACK_FIFO=ACK in the environment, the rank enables perf for the timed steps 
 """
 
 import argparse
+import ctypes
 import json
 import os
 import statistics
@@ -43,10 +44,20 @@ TRAIL = 2
 
 
 def loaded_blas():
-    """Path of the BLAS library mapped into this process (Debian's torch picks it at run time)."""
+    """Path of the BLAS library mapped into this process (Debian's torch picks it at run time),
+    with OpenBLAS's kernels (openblas_get_corename) when it is OpenBLAS."""
     with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if "blas" in line.rsplit("/", 1)[-1]}
-    return ", ".join(sorted(paths)) or "unknown"
+        paths = sorted({line.split()[-1] for line in maps if "blas" in line.rsplit("/", 1)[-1]})
+    names = []
+    for path in paths:
+        try:
+            corename = ctypes.CDLL(path).openblas_get_corename
+        except (OSError, AttributeError):
+            names.append(path)
+            continue
+        corename.restype = ctypes.c_char_p
+        names.append("{} ({} kernels)".format(path, corename().decode()))
+    return ", ".join(names) or "unknown"
 
 
 def no_communication(state, bucket):
@@ -78,7 +89,10 @@ def train(args, rank):
         model.register_comm_hook(None, no_communication)
     elif args.avg_hook and args.mode in ("chorus", "paired"):
         import chorus_torch
-        model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
+        if args.avg_hook == "python":
+            model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
+        else:
+            chorus_torch.register_avg_hook(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     data = models.batches(args.model, rank, 4)
     losses = []
@@ -135,8 +149,9 @@ def main():
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--warmup", type=int, required=True)
     parser.add_argument("--bucket-view", action="store_true", help="DDP(gradient_as_bucket_view=True)")
-    parser.add_argument("--avg-hook", action="store_true",
-                        help="chorus modes: register chorus_torch.allreduce_avg_hook")
+    parser.add_argument("--avg-hook", nargs="?", const="cpp", choices=["cpp", "python"],
+                        help="chorus modes average each bucket in the backend: cpp (the default) with "
+                             "chorus_torch.register_avg_hook, python with chorus_torch.allreduce_avg_hook")
     args = parser.parse_args()
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)

@@ -10,13 +10,14 @@ runs every collective of that process group on a Chorus communicator
 """
 
 import torch.distributed as _dist
+from torch.nn.parallel import DistributedDataParallel as _DistributedDataParallel
 
 from . import _C
 from ._bootstrap import create_process_group as _create
 
 ProcessGroupChorus = _C.ProcessGroupChorus
 
-__all__ = ["ProcessGroupChorus", "allreduce_avg_hook"]
+__all__ = ["ProcessGroupChorus", "allreduce_avg_hook", "register_avg_hook"]
 
 
 def allreduce_avg_hook(process_group, bucket):
@@ -41,6 +42,31 @@ def allreduce_avg_hook(process_group, bucket):
         group._share_bucket(buffer)
     work = _dist.all_reduce(buffer, op=_dist.ReduceOp.AVG, group=group, async_op=True)
     return work.get_future().then(lambda fut: fut.value()[0])
+
+
+def register_avg_hook(model, process_group=None):
+    """Registers on `model` (a DistributedDataParallel) what `allreduce_avg_hook` does, as a
+    C++ communication hook: each bucket is averaged by one all-reduce with ReduceOp.AVG over
+    `process_group` (None: DDP's own, the default group), moved into host-shared memory first
+    as the Python hook does.
+
+        model = DistributedDataParallel(model, gradient_as_bucket_view=True)
+        chorus_torch.register_avg_hook(model)
+
+    Unlike `model.register_comm_hook(None, allreduce_avg_hook)`, no bucket runs Python code:
+    the Python hook takes the GIL three times per bucket (the hook's call, its `.then`
+    callback on the backend's completion thread, DDP reading the callback's result). The
+    group must be a chorus group; DDP takes one hook, so this fails if `model` has one."""
+    if not isinstance(model, _DistributedDataParallel):
+        raise TypeError("chorus_torch.register_avg_hook needs a DistributedDataParallel model, got "
+                        + type(model).__name__)
+    group = process_group if process_group is not None else _dist.group.WORLD
+    if not isinstance(group, ProcessGroupChorus):
+        raise TypeError("chorus_torch.register_avg_hook needs a chorus process group, got "
+                        + type(group).__name__)
+    _C._register_avg_hook(model.reducer, group)
+    model.logger._set_comm_hook_name("chorus_torch.register_avg_hook")
+
 
 if not hasattr(_dist.Backend, "CHORUS"):
     _dist.Backend.register_backend("chorus", _create)

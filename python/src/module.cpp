@@ -1,11 +1,13 @@
 // chorus_torch._C: the Python face of ProcessGroupChorus. The package's
 // __init__.py does the bootstrap through the c10d store and registers the backend.
+#include "ddp_hook.hpp"
 #include "process_group_chorus.hpp"
 
 #include "bootstrap/store.hpp"
 
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
 
 namespace py = pybind11;
 
@@ -41,4 +43,8 @@ PYBIND11_MODULE(_C, m) {
       .def("last_algorithm", &chorus_torch::ProcessGroupChorus::last_algorithm)
       .def("_share_bucket", &chorus_torch::ProcessGroupChorus::share_bucket, py::arg("bucket"),
            py::call_guard<py::gil_scoped_release>());
+
+  // DDP's Reducer is torch's pybind11 class (torch.distributed imported above).
+  m.def("_register_avg_hook", &chorus_torch::register_avg_hook, py::arg("reducer"),
+        py::arg("process_group"));
 }

@@ -33,13 +33,21 @@ def _train(model, step_inputs):
     return [p.detach().clone() for p in model.parameters()]
 
 
-def _ddp_rank(rank, size, bucket_mb, avg_hook=False, bucket_view=False):
+def _register(model, hook):
+    """`hook`: None (DDP's own averaging), "python" (chorus_torch.allreduce_avg_hook) or "cpp"
+    (chorus_torch.register_avg_hook)."""
+    import chorus_torch
+    if hook == "python":
+        model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
+    elif hook == "cpp":
+        chorus_torch.register_avg_hook(model)
+
+
+def _ddp_rank(rank, size, bucket_mb, hook=None, bucket_view=False):
     # A small bucket cap splits the gradients over several buckets (several all-reduces).
     model = DistributedDataParallel(_model(), bucket_cap_mb=bucket_mb,
                                     gradient_as_bucket_view=bucket_view)
-    if avg_hook:
-        import chorus_torch
-        model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
+    _register(model, hook)
     per = GLOBAL_BATCH // size
     shards = []
     for step in range(STEPS):
@@ -52,15 +60,15 @@ def _reference():
     return _train(_model(), [_batch(step) for step in range(STEPS)])
 
 
-@pytest.mark.parametrize("hook,bucket_view", [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize("hook,bucket_view", [(None, False), ("python", False), ("python", True),
+                                              ("cpp", False), ("cpp", True)])
 @pytest.mark.parametrize("size", [2, 3])
 def test_ddp_matches_single_process_and_gloo(size, hook, bucket_view):
-    """DDP on chorus (with chorus_torch.allreduce_avg_hook, ReduceOp.AVG in the backend instead
-    of DDP's own division, when `hook`) trains like the single process and like gloo without
-    a hook."""
+    """DDP on chorus (with an averaging hook, ReduceOp.AVG in the backend instead of DDP's own
+    division, when `hook`) trains like the single process and like gloo without a hook."""
     reference = _reference()
     ours = run_ranks(_ddp_rank, size, "chorus", args=(0.001, hook, bucket_view))
-    gloo = run_ranks(_ddp_rank, size, "gloo", args=(0.001, False, bucket_view))
+    gloo = run_ranks(_ddp_rank, size, "gloo", args=(0.001, None, bucket_view))
     for rank in range(size):
         for mine, ref, theirs in zip(ours[rank], reference, gloo[rank]):
             assert torch.allclose(mine, ref, rtol=1e-4, atol=1e-5), (mine - ref).abs().max()
@@ -76,7 +84,7 @@ def _wide_model():
                                torch.nn.ReLU(), torch.nn.Linear(160, 4))
 
 
-def _ddp_wide_rank(rank, size, hook=False, shm_full=False):
+def _ddp_wide_rank(rank, size, hook=None, shm_full=False):
     # Default buckets: one of ~100 KB, past the size CHORUS_TORCH_SHARED_BUCKETS moves.
     if shm_full:
         # No file may grow past 4 KiB: creating a shared segment fails (EFBIG) on rank 0,
@@ -85,10 +93,8 @@ def _ddp_wide_rank(rank, size, hook=False, shm_full=False):
         import signal
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
-    model = DistributedDataParallel(_wide_model(), gradient_as_bucket_view=hook)
-    if hook:
-        import chorus_torch
-        model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
+    model = DistributedDataParallel(_wide_model(), gradient_as_bucket_view=hook is not None)
+    _register(model, hook)
     per = GLOBAL_BATCH // size
     shards = []
     for step in range(STEPS):
@@ -100,13 +106,15 @@ def _ddp_wide_rank(rank, size, hook=False, shm_full=False):
 
 
 @pytest.mark.parametrize("shared,hook,shm_full,expected", [
-    ("0", False, False, "shm_direct"),
-    ("1", False, False, "shm_window"),
-    ("0", True, False, "shm_window"),
-    ("0", True, True, "shm_direct"),
+    ("0", None, False, "shm_direct"),
+    ("1", None, False, "shm_window"),
+    ("0", "python", False, "shm_window"),
+    ("0", "python", True, "shm_direct"),
+    ("0", "cpp", False, "shm_window"),
+    ("0", "cpp", True, "shm_direct"),
 ])
 def test_ddp_buckets_in_shared_memory(shared, hook, shm_full, expected, monkeypatch):
-    """CHORUS_TORCH_SHARED_BUCKETS=1, or chorus_torch.allreduce_avg_hook without it, moves
+    """CHORUS_TORCH_SHARED_BUCKETS=1, or an averaging hook (either) without it, moves
     DDP's buckets into host-shared memory: the all-reduces run in place in the peers' buckets
     (shm_window) and train exactly as gloo. When the host's shared memory cannot hold them,
     the hook leaves them where they are and DDP trains the same (shm_direct)."""
@@ -130,3 +138,34 @@ def test_shared_buckets_setting_is_checked(monkeypatch):
     monkeypatch.setenv("CHORUS_TORCH_SHARED_BUCKETS", "yes")
     with pytest.raises(AssertionError, match="CHORUS_TORCH_SHARED_BUCKETS"):
         run_ranks(_bad_setting_rank, 2, "chorus", timeout=60)
+
+
+def _misuse_rank(rank, size):
+    """register_avg_hook's refusals, each with the error's message."""
+    import chorus_torch
+    errors = []
+    for target in ("module", "gloo group", "second hook"):
+        model = DistributedDataParallel(_model())
+        try:
+            if target == "module":
+                chorus_torch.register_avg_hook(model.module)
+            elif target == "gloo group":
+                chorus_torch.register_avg_hook(model, dist.new_group(backend="gloo"))
+            else:
+                chorus_torch.register_avg_hook(model)
+                chorus_torch.register_avg_hook(model)
+        except Exception as e:  # noqa: BLE001 - the message is what is checked
+            errors.append(str(e))
+        else:
+            errors.append(None)
+    return errors
+
+
+def test_register_avg_hook_refuses_misuse():
+    """A model that is not DDP, a group that is not chorus, and a second hook each fail with an
+    error naming the problem (on every rank of a 2-rank job)."""
+    for errors in run_ranks(_misuse_rank, 2, "chorus", timeout=60):
+        module, gloo, second = errors
+        assert module is not None and "needs a DistributedDataParallel model" in module, module
+        assert gloo is not None and "needs a chorus process group" in gloo, gloo
+        assert second is not None and "can only be called once" in second, second
