@@ -2,6 +2,11 @@
 equal a single-process run on the same global batch (within tolerance) and the
 same DDP run on gloo."""
 
+import os
+import re
+import time
+from datetime import timedelta
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -169,3 +174,40 @@ def test_register_avg_hook_refuses_misuse():
         assert module is not None and "needs a DistributedDataParallel model" in module, module
         assert gloo is not None and "needs a chorus process group" in gloo, gloo
         assert second is not None and "can only be called once" in second, second
+
+
+def _absent_peer_rank(rank, size, hook, directory):
+    """One step together, then rank 1 stays out of the next: rank 0's backward must fail."""
+    model = DistributedDataParallel(_model(), gradient_as_bucket_view=True)
+    _register(model, hook)
+    x, y = _batch(0)
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    if rank == 1:
+        # Stay alive (a timeout, not a dead peer) until rank 0 has seen its failure.
+        until = time.monotonic() + 60
+        while not os.path.exists(os.path.join(directory, "done")) and time.monotonic() < until:
+            time.sleep(0.02)
+        return None
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    start = time.monotonic()
+    try:
+        loss.backward()
+        error = None
+    except RuntimeError as e:
+        error = str(e)
+    elapsed = time.monotonic() - start
+    open(os.path.join(directory, "done"), "w").close()
+    return elapsed, error
+
+
+@pytest.mark.parametrize("hook", [None, "python", "cpp"])
+def test_ddp_step_fails_in_time_without_its_peer(hook, tmp_path):
+    """A rank whose peer stays out of a DDP step gets the all-reduce's failure out of
+    backward() within the group's timeout, naming the absent rank, with any hook."""
+    timeout = 2.0
+    results = run_ranks(_absent_peer_rank, 2, "chorus", args=(hook, str(tmp_path)), timeout=60,
+                        init_timeout=timedelta(seconds=timeout))
+    elapsed, error = results[0]
+    assert error is not None, "backward() did not fail"
+    assert timeout - 0.5 <= elapsed <= timeout + 3.0, (elapsed, error)
+    assert re.search(r"\brank 1\b", error), error
