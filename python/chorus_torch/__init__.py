@@ -26,6 +26,9 @@ def allreduce_avg_hook(process_group, bucket):
 
         model.register_comm_hook(None, chorus_torch.allreduce_avg_hook)
 
+    `register_avg_hook(model)` registers the same hook in C++, with no Python per bucket (about
+    1.5% of the MLP benchmark's step); this one is for programs that wrap or compose hooks.
+
     Without a hook, DDP divides every gradient by the world size itself before a SUM
     all-reduce: a pass over all gradients each step (with gradient_as_bucket_view=True a
     separate one, about 1 ms per 12 MB here). `process_group` is the hook's state: the group
