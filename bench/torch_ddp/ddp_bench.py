@@ -59,6 +59,23 @@ def rank_malloc_env():
     return {name: os.environ.get(name, value) for name, value in MALLOC_ENV.items()}
 
 
+def add_ddp_options(parser):
+    """The DDP options of this script, ddp_profile.py and worker.py (passed on by ddp_flags)."""
+    parser.add_argument("--bucket-view", action="store_true",
+                        help="DDP(gradient_as_bucket_view=True) in every DDP mode: gradients are views of "
+                             "DDP's buckets, which saves copying them back after each all-reduce")
+    parser.add_argument("--avg-hook", nargs="?", const="cpp", choices=["cpp", "python"],
+                        help="chorus and paired modes average in the backend (ReduceOp.AVG) instead of DDP "
+                             "dividing every gradient: cpp (the default) registers "
+                             "chorus_torch.register_avg_hook, python chorus_torch.allreduce_avg_hook")
+
+
+def ddp_flags(args):
+    """add_ddp_options' options as worker.py's command-line flags."""
+    return (["--bucket-view"] if args.bucket_view else []) + \
+        (["--avg-hook", args.avg_hook] if args.avg_hook else [])
+
+
 def rank_env(ranks):
     """Every rank's environment but RANK: one thread, the steady allocator, OpenBLAS's kernels."""
     env = dict(os.environ, **rank_malloc_env(), **openblas_env())
@@ -99,8 +116,7 @@ def launch(model, ranks, mode, args):
     with tempfile.TemporaryDirectory(prefix="torch-ddp-bench-") as tmp:
         cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--model", model, "--mode", mode,
                "--store", os.path.join(tmp, "store"), "--steps", str(args.steps),
-               "--warmup", str(args.warmup)] + (["--bucket-view"] if args.bucket_view else []) \
-            + (["--avg-hook", args.avg_hook] if args.avg_hook else [])
+               "--warmup", str(args.warmup)] + ddp_flags(args)
         failed = wait_ranks(start_ranks(cmd, ranks, tmp), args.timeout)
         if failed:
             with open(os.path.join(tmp, "err%d" % failed[0])) as err:
@@ -148,13 +164,7 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps before them (DDP builds its buckets)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per mode and cell (median)")
-    parser.add_argument("--bucket-view", action="store_true",
-                        help="DDP(gradient_as_bucket_view=True) in every DDP mode: gradients are views of "
-                             "DDP's buckets, which saves copying them back after each all-reduce")
-    parser.add_argument("--avg-hook", nargs="?", const="cpp", choices=["cpp", "python"],
-                        help="chorus and paired modes average in the backend (ReduceOp.AVG) instead of DDP "
-                             "dividing every gradient: cpp (the default) registers "
-                             "chorus_torch.register_avg_hook, python chorus_torch.allreduce_avg_hook")
+    add_ddp_options(parser)
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
     parser.add_argument("--out", default=os.path.join(HERE, "..", "results"),
                         help="directory of the markdown report ('' for none)")

@@ -86,8 +86,7 @@ def profile(mode, args, tmp):
         os.mkfifo(fifo)
     worker = [sys.executable, os.path.join(HERE, "worker.py"), "--model", args.model, "--mode", mode,
               "--store", os.path.join(tmp, mode + ".store"), "--steps", str(args.steps), "--warmup", "3"]
-    worker += ["--bucket-view"] if args.bucket_view else []
-    worker += ["--avg-hook", args.avg_hook] if args.avg_hook else []
+    worker += ddp_bench.ddp_flags(args)
     perf = ["perf", "record", "-q", "-D", "-1", "--control=fifo:{},{}".format(ctl, ack), "-e", "cpu-clock",
             "-F", str(args.freq), "--call-graph", "dwarf,16384", "-o", data, "--"]
     env = ddp_bench.rank_env(args.ranks)
@@ -119,9 +118,7 @@ def main():
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--steps", type=int, default=60, help="timed (profiled) steps per run")
     parser.add_argument("--freq", type=int, default=1000, help="samples per second of CPU time")
-    parser.add_argument("--bucket-view", action="store_true", help="DDP(gradient_as_bucket_view=True)")
-    parser.add_argument("--avg-hook", nargs="?", const="cpp", choices=["cpp", "python"],
-                        help="chorus mode averages in the backend, as ddp_bench.py's --avg-hook")
+    ddp_bench.add_ddp_options(parser)
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
     args = parser.parse_args()
     modes = args.modes.split(",")

@@ -39,6 +39,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
+from ddp_bench import MODES, add_ddp_options  # noqa: E402
 
 TRAIL = 2
 
@@ -144,14 +145,11 @@ def paired_steps(args, step, ddp):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", choices=sorted(models.MODELS), required=True)
-    parser.add_argument("--mode", choices=["chorus", "gloo", "nosync", "nocomm", "paired", "paired-nocomm"], required=True)
+    parser.add_argument("--mode", choices=MODES, required=True)
     parser.add_argument("--store", required=True, help="path of the FileStore for this run")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--warmup", type=int, required=True)
-    parser.add_argument("--bucket-view", action="store_true", help="DDP(gradient_as_bucket_view=True)")
-    parser.add_argument("--avg-hook", nargs="?", const="cpp", choices=["cpp", "python"],
-                        help="chorus modes average each bucket in the backend: cpp (the default) with "
-                             "chorus_torch.register_avg_hook, python with chorus_torch.allreduce_avg_hook")
+    add_ddp_options(parser)
     args = parser.parse_args()
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)

@@ -27,6 +27,12 @@ def _core(**extra):
                           capture_output=True, text=True, timeout=60).stdout.strip()
 
 
+def _named():
+    """What the script prints, run as it is meant to be: without OPENBLAS_CORETYPE."""
+    return subprocess.run([SCRIPT], env=_env(), check=True, capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+
+
 def _flags():
     with open("/proc/cpuinfo") as f:
         return set(next(line for line in f if line.startswith("flags")).split(":", 1)[1].split())
@@ -37,8 +43,7 @@ def test_names_kernels_only_where_openblas_falls_back():
         own = _core()
     except subprocess.CalledProcessError:
         pytest.skip("no libopenblas.so.0")
-    named = subprocess.run([SCRIPT], env=_env(), check=True, capture_output=True, text=True,
-                           timeout=60).stdout.strip()
+    named = _named()
     if own != "Prescott" or "avx2" not in _flags():
         assert named == "", (own, named)
         return
@@ -47,19 +52,17 @@ def test_names_kernels_only_where_openblas_falls_back():
     assert _core(OPENBLAS_CORETYPE=named).upper() == named
 
 
-def test_named_kernels_compute_the_same_products():
+def test_named_kernels_compute_the_same_products(tmp_path):
     """torch's matrix product with the named kernels equals the generic kernels' (float32 sums
     in another order: within rounding)."""
-    named = subprocess.run([SCRIPT], env=_env(), check=True, capture_output=True, text=True,
-                           timeout=60).stdout.strip()
+    named = _named()
     if not named:
         pytest.skip("this machine's OpenBLAS picks its own kernels")
     code = ("import torch; g = torch.Generator().manual_seed(3); a = torch.randn(200, 300, generator=g);"
             "b = torch.randn(300, 170, generator=g); torch.save(a @ b, '{}')")
     out = {}
     for name, env in (("generic", _env()), ("named", _env(OPENBLAS_CORETYPE=named))):
-        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "chorus-blas-%d-%s.pt" % (os.getpid(), name))
+        path = tmp_path / (name + ".pt")
         subprocess.run(["/usr/bin/python3", "-c", code.format(path)], env=env, check=True, timeout=120)
         out[name] = torch.load(path)
-        os.unlink(path)
     assert torch.allclose(out["generic"], out["named"], rtol=1e-4, atol=1e-4)
