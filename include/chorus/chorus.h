@@ -60,7 +60,13 @@ typedef enum {
 
 /* Avg: floats divide the sum once (fp32 sum for fp16/bf16); integers compute the
  * sum in 64 bits and divide with truncation toward zero. */
-typedef enum { chorusSum = 0, chorusProd = 1, chorusMax = 2, chorusMin = 3, chorusAvg = 4 } chorusRedOp_t;
+typedef enum {
+  chorusSum = 0,
+  chorusProd = 1,
+  chorusMax = 2,
+  chorusMin = 3,
+  chorusAvg = 4
+} chorusRedOp_t;
 
 CHORUS_API const char* chorusGetErrorString(chorusResult_t result);
 /* The last failure on `comm` as a sentence; NULL comm: the calling thread's last failure. */
@@ -81,16 +87,17 @@ CHORUS_API chorusResult_t chorusCommSize(chorusComm_t comm, int* size);
 
 /* Collective: `bytes` bytes for this rank (sizes may differ between ranks), 64-byte aligned,
  * in memory the ranks of one host share; all-reduces, reduce-scatters and all-gathers on
- * buffers inside it on every rank work in place in the peers' memory (algorithm "shm_window"). Ordinary memory when the
- * ranks do not all share a host. bytes == 0: *ptr = NULL. Memory not freed goes with the
- * communicator. */
+ * buffers inside it on every rank work in place in the peers' memory (algorithm "shm_window").
+ * Ordinary memory when the ranks do not all share a host. bytes == 0: *ptr = NULL. Memory not freed
+ * goes with the communicator. */
 CHORUS_API chorusResult_t chorusMemAlloc(chorusComm_t comm, size_t bytes, void** ptr);
 /* Local: frees what chorusMemAlloc returned on this rank (nothing may still use it);
  * NULL does nothing; any other pointer is chorusInvalidArgument. */
 CHORUS_API chorusResult_t chorusMemFree(chorusComm_t comm, void* ptr);
 
 CHORUS_API chorusResult_t chorusAllReduce(const void* sendbuf, void* recvbuf, size_t count,
-                                          chorusDataType_t dtype, chorusRedOp_t op, chorusComm_t comm);
+                                          chorusDataType_t dtype, chorusRedOp_t op,
+                                          chorusComm_t comm);
 CHORUS_API chorusResult_t chorusBroadcast(const void* sendbuf, void* recvbuf, size_t count,
                                           chorusDataType_t dtype, int root, chorusComm_t comm);
 CHORUS_API chorusResult_t chorusReduce(const void* sendbuf, void* recvbuf, size_t count,
@@ -111,8 +118,8 @@ CHORUS_API chorusResult_t chorusAlltoAllV(const void* sendbuf, const size_t* sen
                                           const size_t* sdispls, void* recvbuf,
                                           const size_t* recvcounts, const size_t* rdispls,
                                           chorusDataType_t dtype, chorusComm_t comm);
-CHORUS_API chorusResult_t chorusSend(const void* buf, size_t count, chorusDataType_t dtype, int peer,
-                                     chorusComm_t comm);
+CHORUS_API chorusResult_t chorusSend(const void* buf, size_t count, chorusDataType_t dtype,
+                                     int peer, chorusComm_t comm);
 CHORUS_API chorusResult_t chorusRecv(void* buf, size_t count, chorusDataType_t dtype, int peer,
                                      chorusComm_t comm);
 CHORUS_API chorusResult_t chorusBarrier(chorusComm_t comm);

@@ -52,9 +52,9 @@ struct InitOptions {
   int rank = 0;
   std::string store_address;  ///< "host:port" of the store
   bool host_store = true;     ///< rank 0 starts the store server on store_address's port
-  std::optional<std::string> auth_token;                ///< default: CHORUS_AUTH_TOKEN
-  std::optional<std::string> transport;                 ///< default: CHORUS_TRANSPORT
-  std::optional<std::chrono::milliseconds> timeout;     ///< default: CHORUS_TIMEOUT
+  std::optional<std::string> auth_token;             ///< default: CHORUS_AUTH_TOKEN
+  std::optional<std::string> transport;              ///< default: CHORUS_TRANSPORT
+  std::optional<std::chrono::milliseconds> timeout;  ///< default: CHORUS_TIMEOUT
 };
 
 class CHORUS_EXPORT Communicator {
@@ -87,9 +87,9 @@ class CHORUS_EXPORT Communicator {
   /// the ranks of this host share, 64-byte aligned. When every rank lives on one host with
   /// shared memory, all-reduces, reduce-scatters and all-gathers whose buffers lie in such
   /// memory on every rank read and write the peers' buffers directly (algorithm
-  /// "shm_window"), with no copy through the arena; otherwise (other hosts, CHORUS_TRANSPORT=tcp) it is ordinary memory. Zero
-  /// bytes returns nullptr. Call it, like a collective, in the same order on every rank.
-  /// Memory not freed goes with the communicator.
+  /// "shm_window"), with no copy through the arena; otherwise (other hosts, CHORUS_TRANSPORT=tcp)
+  /// it is ordinary memory. Zero bytes returns nullptr. Call it, like a collective, in the same
+  /// order on every rank. Memory not freed goes with the communicator.
   void* alloc_shared(std::size_t bytes);
   /// Frees what alloc_shared returned on this rank; local (no peer takes part), like free():
   /// no operation may still be using it. nullptr does nothing; any other pointer is

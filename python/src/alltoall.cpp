@@ -16,7 +16,8 @@ std::vector<std::size_t> block_counts(const at::Tensor& t, const std::vector<int
                                       const Wire& wire, int ranks, const char* side) {
   TORCH_CHECK(t.dim() >= 1, "chorus: alltoall_base needs tensors with a first dimension");
   const int64_t rows = t.size(0);
-  const std::size_t row_count = wire.count(t) / static_cast<std::size_t>(std::max<int64_t>(rows, 1));
+  const std::size_t row_count =
+      wire.count(t) / static_cast<std::size_t>(std::max<int64_t>(rows, 1));
   std::vector<std::size_t> counts(ranks);
   if (splits.empty()) {
     TORCH_CHECK(rows % ranks == 0, "chorus: alltoall_base: the ", side, " tensor's ", rows,

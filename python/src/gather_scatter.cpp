@@ -49,8 +49,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_coalesced(
   const Wire wire = wire_of(in, "allgather_coalesced");
   std::vector<at::Tensor> targets;
   for (const auto& list : output_lists) {
-    TORCH_CHECK(list.size() == inputs.size(), "chorus: allgather_coalesced: each output list needs ",
-                inputs.size(), " tensors");
+    TORCH_CHECK(list.size() == inputs.size(),
+                "chorus: allgather_coalesced: each output list needs ", inputs.size(), " tensors");
     for (std::size_t j = 0; j < list.size(); ++j) {
       require_like({list[j]}, in.scalar_type(), inputs[j].numel(), "allgather_coalesced");
       targets.push_back(list[j]);
@@ -64,9 +64,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_coalesced(
                finish);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                          std::vector<at::Tensor>& inputs,
-                                                          const c10d::GatherOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::GatherOptions& opts) {
   require_one(inputs, "gather");
   const int root = static_cast<int>(opts.rootRank);
   const Wire wire = wire_of(inputs[0], "gather");
@@ -88,9 +88,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(std::vector<std::vecto
   return track(c10d::OpType::GATHER, opts.timeout, request, targets, {in, flat}, finish);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(std::vector<at::Tensor>& outputs,
-                                                           std::vector<std::vector<at::Tensor>>& inputs,
-                                                           const c10d::ScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts) {
   require_one(outputs, "scatter");
   const int root = static_cast<int>(opts.rootRank);
   const Wire wire = wire_of(outputs[0], "scatter");

@@ -15,11 +15,11 @@ namespace {
 
 /// Rank 0's Chorus store: on `host` when it is a loopback address, else on every
 /// IPv4 interface; port 0 lets the kernel pick a free port (no race with others).
-std::shared_ptr<chorus::StoreServer> start_store(const std::string& host, const std::string& secret) {
+std::shared_ptr<chorus::StoreServer> start_store(const std::string& host,
+                                                 const std::string& secret) {
   const bool loopback = host == "localhost" || host.rfind("127.", 0) == 0;
   return std::make_shared<chorus::StoreServer>(loopback ? host : "0.0.0.0", 0, secret);
 }
-
 
 }  // namespace
 
@@ -34,9 +34,10 @@ PYBIND11_MODULE(_C, m) {
   py::class_<chorus_torch::ProcessGroupChorus, c10d::ProcessGroup,
              c10::intrusive_ptr<chorus_torch::ProcessGroupChorus>>(m, "ProcessGroupChorus")
       .def(py::init([](int rank, int size, const std::string& address, const std::string& secret,
-                       std::chrono::milliseconds timeout, std::shared_ptr<chorus::StoreServer> server) {
-             return c10::make_intrusive<chorus_torch::ProcessGroupChorus>(rank, size, address, secret,
-                                                                          timeout, std::move(server));
+                       std::chrono::milliseconds timeout,
+                       std::shared_ptr<chorus::StoreServer> server) {
+             return c10::make_intrusive<chorus_torch::ProcessGroupChorus>(
+                 rank, size, address, secret, timeout, std::move(server));
            }),
            py::arg("rank"), py::arg("size"), py::arg("store_address"), py::arg("secret"),
            py::arg("timeout"), py::arg("server"), py::call_guard<py::gil_scoped_release>())

@@ -114,7 +114,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce_coalesced(
     wire_of(t, "allreduce_coalesced");
   }
   const Wire wire = wire_of(tensors[0], "allreduce_coalesced");
-  const chorus::ReduceOp op = wire_op(opts.reduceOp, tensors[0].scalar_type(), "allreduce_coalesced");
+  const chorus::ReduceOp op =
+      wire_op(opts.reduceOp, tensors[0].scalar_type(), "allreduce_coalesced");
   at::Tensor flat = concat_flat(tensors);
   auto request =
       comm("allreduce_coalesced", opts.timeout)

@@ -31,8 +31,9 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
  public:
   /// Joins the Chorus job whose store serves at `store_address` ("host:port",
   /// authenticated with `secret`); `server` keeps rank 0's store alive (may be null).
-  ProcessGroupChorus(int rank, int size, const std::string& store_address, const std::string& secret,
-                     std::chrono::milliseconds timeout, std::shared_ptr<chorus::StoreServer> server);
+  ProcessGroupChorus(int rank, int size, const std::string& store_address,
+                     const std::string& secret, std::chrono::milliseconds timeout,
+                     std::shared_ptr<chorus::StoreServer> server);
   ~ProcessGroupChorus() override;
 
   const std::string getBackendName() const override { return "chorus"; }
@@ -62,8 +63,8 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
-                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                std::vector<int64_t>& output_splits,
                                                std::vector<int64_t>& input_splits,
@@ -107,7 +108,7 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
 
   std::shared_ptr<chorus::StoreServer> server_;
   std::shared_ptr<GroupState> group_;
-  bool shared_buckets_ = false;  ///< CHORUS_TORCH_SHARED_BUCKETS (shared_storage.hpp)
+  bool shared_buckets_ = false;      ///< CHORUS_TORCH_SHARED_BUCKETS (shared_storage.hpp)
   bool shared_memory_full_ = false;  ///< share_bucket found no room once: it stops trying
   std::unique_ptr<CompletionQueue> completions_;
   std::unique_ptr<Watchdog> watchdog_;

@@ -50,7 +50,8 @@ void move_into_shared_storage(const at::Tensor& t, chorus::Communicator& comm) {
   void* data = comm.alloc_shared(bytes);
   std::memcpy(data, storage->data(), bytes);
   auto* memory = new SharedMemory{comm, data};
-  storage->set_data_ptr_noswap(at::DataPtr(data, memory, &free_shared_memory, at::Device(at::kCPU)));
+  storage->set_data_ptr_noswap(
+      at::DataPtr(data, memory, &free_shared_memory, at::Device(at::kCPU)));
 }
 
 }  // namespace chorus_torch

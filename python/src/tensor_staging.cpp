@@ -10,17 +10,28 @@ Wire wire_of(const at::Tensor& t, const char* op) {
   TORCH_CHECK(!t.is_sparse(), "chorus: ", op, " does not support sparse tensors");
   using chorus::DataType;
   switch (t.scalar_type()) {
-    case at::kChar: return {DataType::Int8, 1};
-    case at::kByte: return {DataType::Uint8, 1};
-    case at::kBool: return {DataType::Uint8, 1};
-    case at::kInt: return {DataType::Int32, 1};
-    case at::kLong: return {DataType::Int64, 1};
-    case at::kHalf: return {DataType::Float16, 1};
-    case at::kBFloat16: return {DataType::Bfloat16, 1};
-    case at::kFloat: return {DataType::Float32, 1};
-    case at::kDouble: return {DataType::Float64, 1};
-    case at::kComplexFloat: return {DataType::Float32, 2};
-    case at::kComplexDouble: return {DataType::Float64, 2};
+    case at::kChar:
+      return {DataType::Int8, 1};
+    case at::kByte:
+      return {DataType::Uint8, 1};
+    case at::kBool:
+      return {DataType::Uint8, 1};
+    case at::kInt:
+      return {DataType::Int32, 1};
+    case at::kLong:
+      return {DataType::Int64, 1};
+    case at::kHalf:
+      return {DataType::Float16, 1};
+    case at::kBFloat16:
+      return {DataType::Bfloat16, 1};
+    case at::kFloat:
+      return {DataType::Float32, 1};
+    case at::kDouble:
+      return {DataType::Float64, 1};
+    case at::kComplexFloat:
+      return {DataType::Float32, 2};
+    case at::kComplexDouble:
+      return {DataType::Float64, 2};
     default:
       TORCH_CHECK(false, "chorus: ", op, " does not support dtype ", t.scalar_type(),
                   " (supported: int8, uint8, bool, int32, int64, float16, bfloat16, float32, "
@@ -35,11 +46,14 @@ chorus::ReduceOp bool_op(c10d::ReduceOp::RedOpType op, const char* name) {
   switch (op) {
     case c10d::ReduceOp::SUM:
     case c10d::ReduceOp::MAX:
-    case c10d::ReduceOp::BOR: return chorus::ReduceOp::Max;
+    case c10d::ReduceOp::BOR:
+      return chorus::ReduceOp::Max;
     case c10d::ReduceOp::PRODUCT:
     case c10d::ReduceOp::MIN:
-    case c10d::ReduceOp::BAND: return chorus::ReduceOp::Min;
-    default: TORCH_CHECK(false, "chorus: ", name, " does not support this ReduceOp on bool tensors");
+    case c10d::ReduceOp::BAND:
+      return chorus::ReduceOp::Min;
+    default:
+      TORCH_CHECK(false, "chorus: ", name, " does not support this ReduceOp on bool tensors");
   }
 }
 
@@ -49,8 +63,10 @@ chorus::ReduceOp wire_op(const c10d::ReduceOp& op, at::ScalarType type, const ch
   if (type == at::kBool) return bool_op(op.op_, name);
   const bool complex = at::isComplexType(type);
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: return chorus::ReduceOp::Sum;
-    case c10d::ReduceOp::AVG: return chorus::ReduceOp::Avg;
+    case c10d::ReduceOp::SUM:
+      return chorus::ReduceOp::Sum;
+    case c10d::ReduceOp::AVG:
+      return chorus::ReduceOp::Avg;
     case c10d::ReduceOp::PRODUCT:
     case c10d::ReduceOp::MIN:
     case c10d::ReduceOp::MAX:
@@ -61,7 +77,8 @@ chorus::ReduceOp wire_op(const c10d::ReduceOp& op, at::ScalarType type, const ch
     case c10d::ReduceOp::BAND:
     case c10d::ReduceOp::BOR:
     case c10d::ReduceOp::BXOR:
-      TORCH_CHECK(false, "chorus: ", name, " does not support the bitwise ReduceOps BAND, BOR, BXOR");
+      TORCH_CHECK(false, "chorus: ", name,
+                  " does not support the bitwise ReduceOps BAND, BOR, BXOR");
     default:
       TORCH_CHECK(false, "chorus: ", name,
                   " does not support ReduceOp PREMUL_SUM (supported: SUM, PRODUCT, MIN, MAX, AVG)");
@@ -98,7 +115,8 @@ at::Tensor concat_flat(const std::vector<at::Tensor>& tensors) {
   return at::cat(flat);
 }
 
-int64_t split_flat(const at::Tensor& source, int64_t offset, const std::vector<at::Tensor>& targets) {
+int64_t split_flat(const at::Tensor& source, int64_t offset,
+                   const std::vector<at::Tensor>& targets) {
   for (at::Tensor target : targets) {
     target.copy_(source.narrow(0, offset, target.numel()).view(target.sizes()));
     offset += target.numel();

@@ -18,7 +18,9 @@ namespace chorus_torch {
 struct Wire {
   chorus::DataType dtype;
   std::size_t per_element;
-  std::size_t count(const at::Tensor& t) const { return static_cast<std::size_t>(t.numel()) * per_element; }
+  std::size_t count(const at::Tensor& t) const {
+    return static_cast<std::size_t>(t.numel()) * per_element;
+  }
 };
 
 /// Throws naming `op` unless `t` is a CPU tensor of a dtype Chorus carries.
@@ -43,7 +45,8 @@ std::function<void()> copy_back(const at::Tensor& target, const at::Tensor& stag
 at::Tensor concat_flat(const std::vector<at::Tensor>& tensors);
 /// Copies consecutive slices of the flat `source`, starting at element `offset`,
 /// into `targets` (each slice has the target's element count). Returns the end offset.
-int64_t split_flat(const at::Tensor& source, int64_t offset, const std::vector<at::Tensor>& targets);
+int64_t split_flat(const at::Tensor& source, int64_t offset,
+                   const std::vector<at::Tensor>& targets);
 /// Prefix sums of `counts`: the displacement of each block.
 std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts);
 

@@ -31,7 +31,8 @@ struct CollectiveArgs {
   DataType dtype = DataType::Uint8;
   ReduceOp op = ReduceOp::Sum;
   int root = 0;
-  std::span<const std::size_t> send_counts, send_displs, recv_counts, recv_displs;  ///< all-to-all-v, in elements
+  std::span<const std::size_t> send_counts, send_displs, recv_counts,
+      recv_displs;          ///< all-to-all-v, in elements
   Fingerprint fingerprint;  ///< stamped on every message this call sends
   /// When the call began running (the communicator sets it; the deadline counts from it,
   /// and the host arena paces its per-call watcher pass by it: one clock read per call, the
@@ -77,6 +78,7 @@ const Algorithm* find_algorithm(Collective collective, std::string_view name);
 /// collective=name ("allreduce=ring,broadcast=binomial"). An override naming an
 /// algorithm that declines the case falls back to the default choice.
 /// Pure: same inputs, same answer, on every rank.
-const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks, std::string_view override_spec);
+const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
+                                  std::string_view override_spec);
 
 }  // namespace chorus::algorithms

@@ -35,7 +35,9 @@ namespace {
 /// at most kMaxBuffers, none over kMaxBufferBytes; the largest are kept.
 class ScratchPool {
  public:
-  ScratchPool() { free_.reserve(kMaxBuffers + 1); }  // give() never allocates: it runs in destructors
+  ScratchPool() {
+    free_.reserve(kMaxBuffers + 1);
+  }  // give() never allocates: it runs in destructors
   std::unique_ptr<std::byte[]> take(std::size_t bytes, std::size_t* allocated) {
     auto best = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -54,8 +56,8 @@ class ScratchPool {
     if (!data || bytes > kMaxBufferBytes) return;
     free_.push_back(Free{bytes, std::move(data)});
     if (free_.size() <= kMaxBuffers) return;
-    auto smallest = std::min_element(free_.begin(), free_.end(),
-                                     [](const Free& a, const Free& b) { return a.bytes < b.bytes; });
+    auto smallest = std::min_element(
+        free_.begin(), free_.end(), [](const Free& a, const Free& b) { return a.bytes < b.bytes; });
     free_.erase(smallest);
   }
 
@@ -172,9 +174,9 @@ std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
   const std::size_t whole = bytes_of(count, dtype);
   // One round holds the whole message (every small call): no division.
   if (whole <= std::min(round_bytes, kMinBytes)) return std::max<std::size_t>(1, count);
-  const std::size_t bytes =
-      arena.cores_shared() ? round_bytes
-                           : std::min(round_bytes, std::max(kMinBytes, whole / kRounds));
+  const std::size_t bytes = arena.cores_shared()
+                                ? round_bytes
+                                : std::min(round_bytes, std::max(kMinBytes, whole / kRounds));
   return std::max<std::size_t>(1, bytes / dtype_size(dtype));
 }
 
@@ -197,8 +199,8 @@ bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& 
 void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
                             void (*counterpart)(transport::Transport&, const CollectiveArgs&)) {
   if (args.ran_as) *args.ran_as = "shm_direct";
-  const DataType wide = has_reduce_op(args.collective) ? accumulation_type(args.dtype, args.op)
-                                                       : args.dtype;
+  const DataType wide =
+      has_reduce_op(args.collective) ? accumulation_type(args.dtype, args.op) : args.dtype;
   if (wide == args.dtype) return counterpart(transport, args);
   const bool average = args.average_folded != nullptr;
   run_widened(args, transport.rank(), transport.size(), wide, average,

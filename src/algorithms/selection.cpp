@@ -132,8 +132,7 @@ Selection select(const CollectiveArgs& args, const SelectionContext& context,
   return default_selection(args, context);
 }
 
-const Selection& SelectionCache::select(const CollectiveArgs& args,
-                                        const SelectionContext& context,
+const Selection& SelectionCache::select(const CollectiveArgs& args, const SelectionContext& context,
                                         const std::vector<AlgorithmOverride>& overrides) {
   const std::size_t bytes = selection_bytes(args);
   // Fibonacci hashing: the top 6 bits of the product index the 64 entries.

@@ -39,9 +39,8 @@ Card card_of(HostArena& arena, const CollectiveArgs& args, std::size_t send_byte
 bool accepts_shared_window(const CollectiveArgs& args, int nranks) {
   if (!args.host_arena || !args.shared_windows || nranks < 2) return false;
   const std::size_t block = bytes_of(args.count, args.dtype);
-  const std::size_t largest = args.collective == Collective::AllReduce
-                                  ? block
-                                  : block * static_cast<std::size_t>(nranks);
+  const std::size_t largest =
+      args.collective == Collective::AllReduce ? block : block * static_cast<std::size_t>(nranks);
   return largest > kMinWindowBytes;
 }
 
@@ -77,9 +76,7 @@ std::size_t WindowCall::chunk_elements() const {
   return std::max<std::size_t>(1, kWindowChunkBytes / element);
 }
 
-bool WindowCall::widens() const {
-  return accumulation_type(args_.dtype, args_.op) != args_.dtype;
-}
+bool WindowCall::widens() const { return accumulation_type(args_.dtype, args_.op) != args_.dtype; }
 
 void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const {
   const int n = arena_.size();

@@ -23,8 +23,10 @@ Digest hmac_sha256(std::string_view key, std::string_view message);
 /// (the sentence starts "authentication failed" when it proved the wrong one). On a
 /// throw the caller closes the socket. An empty secret is allowed: the handshake then
 /// only proves that the peer speaks this protocol.
-void handshake_as_client(int fd, const std::string& secret, std::string_view purpose, Deadline deadline);
-void handshake_as_server(int fd, const std::string& secret, std::string_view purpose, Deadline deadline);
+void handshake_as_client(int fd, const std::string& secret, std::string_view purpose,
+                         Deadline deadline);
+void handshake_as_server(int fd, const std::string& secret, std::string_view purpose,
+                         Deadline deadline);
 
 /// A fresh random secret: 32 random bytes as 64 lower-case hex characters, for launchers.
 std::string random_secret();

@@ -116,9 +116,8 @@ std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& st
     if (issuing_blocking) args.started = coarse_now();
     if (!issuing_blocking || !s.executor->claim(op, args.started, &record)) {
       args.started = {};  // queued: it starts when it runs
-      return s.executor->submit(
-          [&s, args, counts]() mutable { detail::run_collective(s, args); }, op,
-          start_for_caller());
+      return s.executor->submit([&s, args, counts]() mutable { detail::run_collective(s, args); },
+                                op, start_for_caller());
     }
   }
   struct Claimed {

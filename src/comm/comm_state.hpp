@@ -26,13 +26,13 @@ struct CommState {
   int size = 1;
   Config config;
   std::vector<algorithms::AlgorithmOverride> algorithm_overrides;  ///< CHORUS_ALGO, parsed once
-  algorithms::SelectionContext selection;  ///< ranks, topology, link kinds, CHORUS_TUNING_FILE
+  algorithms::SelectionContext selection;      ///< ranks, topology, link kinds, CHORUS_TUNING_FILE
   algorithms::SelectionCache selection_cache;  ///< choices made so far (used by the executor only)
-  std::string name;                      ///< store namespace, unique per communicator of the job
-  std::string trace_job;                 ///< the job's id in flight-recorder file names
-  int world_rank = 0;                    ///< rank in the world communicator (file names)
-  std::shared_ptr<StoreServer> server;   ///< set on the rank that hosts the store
-  std::shared_ptr<Store> store;          ///< the job's store client, shared with sub-communicators
+  std::string name;                     ///< store namespace, unique per communicator of the job
+  std::string trace_job;                ///< the job's id in flight-recorder file names
+  int world_rank = 0;                   ///< rank in the world communicator (file names)
+  std::shared_ptr<StoreServer> server;  ///< set on the rank that hosts the store
+  std::shared_ptr<Store> store;         ///< the job's store client, shared with sub-communicators
   std::unique_ptr<transport::Transport> transport;
   std::shared_ptr<Executor> executor;
 

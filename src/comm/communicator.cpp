@@ -35,8 +35,8 @@ std::unique_ptr<detail::FlightRecorder> make_recorder(const detail::TraceSetting
   return std::make_unique<detail::FlightRecorder>(trace.buffer, std::move(identity));
 }
 
-std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size, const std::string& name,
-                                        std::shared_ptr<Store> store,
+std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size,
+                                        const std::string& name, std::shared_ptr<Store> store,
                                         std::shared_ptr<StoreServer> server,
                                         const std::string& trace_job, int world_rank) {
   const detail::TraceSettings trace = detail::read_trace_settings();
@@ -63,10 +63,12 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   state->selection.machine.topology = state->transport->topology();
   state->selection.machine.local_shm = options.kind != transport::Kind::Tcp;
   state->selection.parameters = algorithms::load_tuning_file(config.tuning_file);
-  state->executor = detail::Executor::create([raw = state.get()](Status status, const std::string& message) {
-    raw->record_error(message);
-    raw->transport->abort(status, message);
-  }, state->transport.get(), make_recorder(trace, trace_job, world_rank, name, rank, size));
+  state->executor = detail::Executor::create(
+      [raw = state.get()](Status status, const std::string& message) {
+        raw->record_error(message);
+        raw->transport->abort(status, message);
+      },
+      state->transport.get(), make_recorder(trace, trace_job, world_rank, name, rank, size));
   if (trace.buffer > 0) detail::register_trace_source(state->executor, trace);
   return state;
 }
@@ -87,8 +89,8 @@ bool is_loopback(const std::string& host) {
 
 void check_shape(int nranks, int rank) {
   require_argument(nranks >= 1, "nranks must be at least 1, got " + std::to_string(nranks));
-  require_argument(rank >= 0 && rank < nranks, "rank " + std::to_string(rank) +
-                                                   " is outside [0, " + std::to_string(nranks) + ")");
+  require_argument(rank >= 0 && rank < nranks, "rank " + std::to_string(rank) + " is outside [0, " +
+                                                   std::to_string(nranks) + ")");
 }
 
 }  // namespace
@@ -101,15 +103,17 @@ Communicator Communicator::init(const InitOptions& options) {
   const Deadline deadline = deadline_after(config.timeout);
   std::shared_ptr<StoreServer> server;
   if (options.host_store && options.rank == 0) {
-    require_argument(address.port != 0 || options.nranks == 1,
-                     "store address " + options.store_address + ": port 0 only works for a single rank");
+    require_argument(
+        address.port != 0 || options.nranks == 1,
+        "store address " + options.store_address + ": port 0 only works for a single rank");
     server = std::make_shared<StoreServer>(is_loopback(address.host) ? address.host : "0.0.0.0",
                                            address.port, config.auth_token);
     address.port = server->port();
   } else {
     require_argument(address.port != 0, "store address " + options.store_address + " has port 0");
   }
-  std::shared_ptr<Store> store = connect_store(address.host, address.port, config.auth_token, deadline);
+  std::shared_ptr<Store> store =
+      connect_store(address.host, address.port, config.auth_token, deadline);
   // Each rank counts its own inits, so the n-th init of every rank shares a namespace
   // even when one store outlives several jobs' worth of communicators.
   std::int64_t generation = store->add("chorus/init/" + std::to_string(options.rank), 1);
@@ -157,8 +161,10 @@ Communicator Communicator::split(int color, int key) {
   }
   std::stable_sort(members.begin(), members.end(),
                    [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
-  int new_rank = static_cast<int>(std::find(members.begin(), members.end(), s.rank) - members.begin());
-  std::string name = s.name + "/split" + std::to_string(split_id) + "/color" + std::to_string(color);
+  int new_rank =
+      static_cast<int>(std::find(members.begin(), members.end(), s.rank) - members.begin());
+  std::string name =
+      s.name + "/split" + std::to_string(split_id) + "/color" + std::to_string(color);
   try {
     return Communicator(connect_comm(s.config, new_rank, static_cast<int>(members.size()), name,
                                      s.store, s.server, s.trace_job, s.world_rank));

@@ -114,14 +114,15 @@ void Executor::step_done() {
   if (helpers_ == 0 && (has_work() || stopping_)) work_.notify_one();
 }
 
-void Executor::record_end(FlightRecorder::RecordId record, Status status, const std::string& message) {
+void Executor::record_end(FlightRecorder::RecordId record, Status status,
+                          const std::string& message) {
   if (recorder_) recorder_->finished(record, status, message, Clock::now());
 }
 
 void Executor::dump_after_failure(std::unique_lock<std::mutex>& lock, Status status) {
   if (!recorder_ || failure_dumped_) return;
-  const bool dumped = status == Status::Timeout || status == Status::Mismatch ||
-                      status == Status::RemoteError;
+  const bool dumped =
+      status == Status::Timeout || status == Status::Mismatch || status == Status::RemoteError;
   if (!dumped) return;
   failure_dumped_ = true;
   // running_ stays set: no other step runs, and no waiter sees the request done yet.
@@ -135,7 +136,8 @@ std::optional<TraceSnapshot> Executor::trace_snapshot() {
   return recorder_->snapshot(Clock::now());
 }
 
-void Executor::finish(const std::shared_ptr<RequestState>& request, Status status, std::string message) {
+void Executor::finish(const std::shared_ptr<RequestState>& request, Status status,
+                      std::string message) {
   request->status = status;
   request->message = std::move(message);
   request->done = true;
@@ -208,7 +210,8 @@ void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) 
   running_ = true;
   waiting_in_transport_ = !all;
   std::vector<transport::RequestId> ids;
-  for (const InFlight& f : in_flight_) ids.insert(ids.end(), f.posted.ids.begin(), f.posted.ids.end());
+  for (const InFlight& f : in_flight_)
+    ids.insert(ids.end(), f.posted.ids.begin(), f.posted.ids.end());
   const Deadline first_deadline = in_flight_.front().posted.deadline;
   const std::vector<transport::RequestId> first_ids = in_flight_.front().posted.ids;
   const std::size_t count = in_flight_.size();
@@ -221,7 +224,8 @@ void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) 
       std::fill(done.begin(), done.end(), 1);
       return;
     }
-    if (Clock::now() >= first_deadline) transport_->wait(first_ids, first_deadline);  // throws Timeout
+    if (Clock::now() >= first_deadline)
+      transport_->wait(first_ids, first_deadline);  // throws Timeout
     for (std::size_t i = 0; i < count; ++i) done[i] = transport_->test(in_flight_[i].posted.ids);
   });
   if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
@@ -246,7 +250,9 @@ void Executor::progress_in_flight(std::unique_lock<std::mutex>& lock, bool all) 
 void Executor::worker_loop() {
   std::unique_lock lock(mutex_);
   while (true) {
-    work_.wait(lock, [&] { return (stopping_ && idle()) || (!running_ && has_work() && !held_by_claim()); });
+    work_.wait(lock, [&] {
+      return (stopping_ && idle()) || (!running_ && has_work() && !held_by_claim());
+    });
     if (step(lock)) continue;
     if (stopping_ && idle()) return;
   }

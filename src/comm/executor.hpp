@@ -152,9 +152,7 @@ class Executor : public std::enable_shared_from_this<Executor> {
   }
   /// Publishes whether claim() may take the executor now. Mutex held; after every change of
   /// the queue, what is in flight or running, and stopping_.
-  void publish_idle() {
-    idle_.store(quiet() && !stopping_, std::memory_order_release);
-  }
+  void publish_idle() { idle_.store(quiet() && !stopping_, std::memory_order_release); }
   bool has_work() const { return !queue_.empty() || !in_flight_.empty(); }
   /// After a step: wakes the waiters, and the worker when work is left that no helping
   /// waiter will take. Call with the mutex held.
@@ -172,11 +170,12 @@ class Executor : public std::enable_shared_from_this<Executor> {
   std::deque<Item> queue_;
   std::deque<InFlight> in_flight_;
   bool running_ = false;
-  bool waiting_in_transport_ = false;  ///< a step is blocked in the transport: interrupt it on submit
+  bool waiting_in_transport_ =
+      false;  ///< a step is blocked in the transport: interrupt it on submit
   bool stopping_ = false;
-  std::atomic<bool> idle_{true};       ///< publish_idle(): what claim() reads without the mutex
-  std::atomic<bool> claimed_{false};   ///< a claimed operation runs (claim to run_claimed's end)
-  std::atomic<bool> attention_{false}; ///< someone waits for the claimed operation's end
+  std::atomic<bool> idle_{true};        ///< publish_idle(): what claim() reads without the mutex
+  std::atomic<bool> claimed_{false};    ///< a claimed operation runs (claim to run_claimed's end)
+  std::atomic<bool> attention_{false};  ///< someone waits for the claimed operation's end
   std::thread worker_;
 };
 

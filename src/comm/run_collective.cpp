@@ -1,7 +1,7 @@
 #include "comm/run_collective.hpp"
 
-#include "core/log.hpp"
 #include "algorithms/widen.hpp"
+#include "core/log.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 

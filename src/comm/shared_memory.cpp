@@ -32,8 +32,9 @@ std::size_t round_up(std::size_t value, std::size_t to) { return (value + to - 1
 
 void* alloc_plain(detail::CommState& s, std::size_t bytes) {
   void* p = std::aligned_alloc(kAlignment, round_up(bytes, kAlignment));
-  if (!p) throw Error(Status::SystemError, "alloc_shared: out of memory for " +
-                                               std::to_string(bytes) + " bytes");
+  if (!p)
+    throw Error(Status::SystemError,
+                "alloc_shared: out of memory for " + std::to_string(bytes) + " bytes");
   std::lock_guard lock(s.shared_mutex);
   s.plain_shared.push_back(p);
   return p;
@@ -80,7 +81,8 @@ void* Communicator::alloc_shared(std::size_t bytes) {
     }
     if (s.rank != 0 && bytes > 0) {
       try {
-        segment = transport::shm::Segment::open(shared_name, stride * static_cast<std::size_t>(s.size));
+        segment =
+            transport::shm::Segment::open(shared_name, stride * static_cast<std::size_t>(s.size));
       } catch (const Error& e) {
         failure = e.what();
       }
@@ -121,8 +123,9 @@ void Communicator::free_shared(void* ptr) {
       return;
     }
   }
-  const std::string message = "free_shared: the pointer was not returned by alloc_shared on "
-                              "this communicator (or was freed already)";
+  const std::string message =
+      "free_shared: the pointer was not returned by alloc_shared on "
+      "this communicator (or was freed already)";
   s.record_error(message);
   throw Error(Status::InvalidArgument, message);
 }

@@ -19,9 +19,8 @@ std::string name_of(Collective c) { return std::string(to_string(c)); }
 
 [[noreturn, gnu::cold, gnu::noinline]] void fail_null(Collective c, const char* which,
                                                       std::size_t bytes) {
-  throw Error(Status::InvalidArgument, name_of(c) + ": " + which +
-                                           " is NULL but the call moves " + std::to_string(bytes) +
-                                           " bytes");
+  throw Error(Status::InvalidArgument, name_of(c) + ": " + which + " is NULL but the call moves " +
+                                           std::to_string(bytes) + " bytes");
 }
 
 /// Bytes of `count` elements of `element_bytes` times `blocks`, or an InvalidArgument when
@@ -58,8 +57,9 @@ void check_all_to_all_v(const algorithms::CollectiveArgs& a, int size) {
       a.recv_displs.size() != n || a.send_counts.data() == nullptr ||
       a.send_displs.data() == nullptr || a.recv_counts.data() == nullptr ||
       a.recv_displs.data() == nullptr) {
-    throw Error(Status::InvalidArgument,
-                "alltoallv: sendcounts, sdispls, recvcounts and rdispls must each hold one entry per rank");
+    throw Error(
+        Status::InvalidArgument,
+        "alltoallv: sendcounts, sdispls, recvcounts and rdispls must each hold one entry per rank");
   }
   std::size_t send_bytes = 0, recv_bytes = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -116,12 +116,12 @@ void check_buffers(const algorithms::CollectiveArgs& a, int rank, int size) {
 void validate_collective(const algorithms::CollectiveArgs& args, int rank, int size) {
   const Collective c = args.collective;
   if (c != Collective::Barrier && !is_valid(args.dtype)) {
-    throw Error(Status::InvalidArgument,
-                name_of(c) + ": unknown dtype value " + std::to_string(static_cast<int>(args.dtype)));
+    throw Error(Status::InvalidArgument, name_of(c) + ": unknown dtype value " +
+                                             std::to_string(static_cast<int>(args.dtype)));
   }
   if (has_reduce_op(c) && !is_valid(args.op)) {
-    throw Error(Status::InvalidArgument,
-                name_of(c) + ": unknown reduce op value " + std::to_string(static_cast<int>(args.op)));
+    throw Error(Status::InvalidArgument, name_of(c) + ": unknown reduce op value " +
+                                             std::to_string(static_cast<int>(args.op)));
   }
   if (has_root(c)) check_root(c, args.root, size);
   if (c == Collective::AllToAllV) return check_all_to_all_v(args, size);
@@ -137,7 +137,8 @@ void validate_point_to_point(Collective kind, const void* buf, std::size_t count
   if (peer < 0 || peer >= size || peer == rank) {
     throw Error(Status::InvalidArgument, name_of(kind) + ": peer " + std::to_string(peer) +
                                              " is not another rank of this communicator (rank " +
-                                             std::to_string(rank) + " of " + std::to_string(size) + ")");
+                                             std::to_string(rank) + " of " + std::to_string(size) +
+                                             ")");
   }
   require_buffer(kind, buf, "buf", checked_bytes(kind, count, dtype, 1));
 }
@@ -152,8 +153,8 @@ void validate_tag(Collective kind, int tag) {
 void validate_recv_any(const void* buf, std::size_t count, DataType dtype, int tag, int size) {
   const Collective kind = Collective::Recv;
   if (!is_valid(dtype)) {
-    throw Error(Status::InvalidArgument,
-                "recv from any source: unknown dtype value " + std::to_string(static_cast<int>(dtype)));
+    throw Error(Status::InvalidArgument, "recv from any source: unknown dtype value " +
+                                             std::to_string(static_cast<int>(dtype)));
   }
   validate_tag(kind, tag);
   require_buffer(kind, buf, "buf", checked_bytes(kind, count, dtype, 1));

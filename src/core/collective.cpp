@@ -7,8 +7,8 @@ namespace chorus {
 namespace {
 
 constexpr std::array<std::string_view, kNumCollectives> kNames = {
-    "allreduce", "broadcast", "reduce",   "allgather", "reducescatter", "gather",
-    "scatter",   "alltoall",  "alltoallv", "barrier",  "send",          "recv"};
+    "allreduce", "broadcast", "reduce",    "allgather", "reducescatter", "gather",
+    "scatter",   "alltoall",  "alltoallv", "barrier",   "send",          "recv"};
 
 }  // namespace
 
@@ -41,7 +41,8 @@ std::string describe(const Fingerprint& fp) {
   if (fp.collective == Collective::Barrier) return text;
   text += " (count " + std::to_string(fp.count) + ", ";
   text += to_string(static_cast<DataType>(fp.dtype));
-  if (has_reduce_op(fp.collective)) text += ", " + std::string(to_string(static_cast<ReduceOp>(fp.op)));
+  if (has_reduce_op(fp.collective))
+    text += ", " + std::string(to_string(static_cast<ReduceOp>(fp.op)));
   if (has_root(fp.collective)) text += ", root " + std::to_string(fp.root);
   return text + ")";
 }

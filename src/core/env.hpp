@@ -9,14 +9,15 @@ namespace chorus {
 enum class LogLevel : int { Error = 0, Warn = 1, Info = 2, Trace = 3 };
 
 struct Config {
-  std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< CHORUS_TIMEOUT (seconds, may be fractional)
+  std::chrono::milliseconds timeout{
+      std::chrono::seconds(300)};  ///< CHORUS_TIMEOUT (seconds, may be fractional)
   std::string transport = "auto";  ///< CHORUS_TRANSPORT: auto | tcp | shm
-  std::string algo;                ///< CHORUS_ALGO: "" or "ring" or "allreduce=ring,broadcast=binomial"
+  std::string algo;  ///< CHORUS_ALGO: "" or "ring" or "allreduce=ring,broadcast=binomial"
   LogLevel log_level = LogLevel::Warn;  ///< CHORUS_DEBUG: ERROR | WARN | INFO | TRACE
-  std::string auth_token;          ///< CHORUS_AUTH_TOKEN
-  std::string socket_ifname;       ///< CHORUS_SOCKET_IFNAME: address to advertise for data connections
-  std::string tuning_file;         ///< CHORUS_TUNING_FILE: cost-model parameters (chorus-perf --tune)
-  bool cma = true;                 ///< CHORUS_CMA: 0 or 1; 0 never runs the cma algorithms
+  std::string auth_token;               ///< CHORUS_AUTH_TOKEN
+  std::string socket_ifname;  ///< CHORUS_SOCKET_IFNAME: address to advertise for data connections
+  std::string tuning_file;    ///< CHORUS_TUNING_FILE: cost-model parameters (chorus-perf --tune)
+  bool cma = true;            ///< CHORUS_CMA: 0 or 1; 0 never runs the cma algorithms
 };
 
 /// Reads the CHORUS_* variables now. Malformed values throw Error(InvalidArgument).

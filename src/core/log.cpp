@@ -29,10 +29,14 @@ thread_local int t_rank = -1;
 
 const char* level_name(LogLevel l) {
   switch (l) {
-    case LogLevel::Error: return "ERROR";
-    case LogLevel::Warn: return "WARN";
-    case LogLevel::Info: return "INFO";
-    case LogLevel::Trace: return "TRACE";
+    case LogLevel::Error:
+      return "ERROR";
+    case LogLevel::Warn:
+      return "WARN";
+    case LogLevel::Info:
+      return "INFO";
+    case LogLevel::Trace:
+      return "TRACE";
   }
   return "?";
 }
@@ -41,7 +45,9 @@ const char* level_name(LogLevel l) {
 
 void set_log_level(LogLevel l) noexcept { level().store(static_cast<int>(l)); }
 
-bool log_enabled(LogLevel l) noexcept { return static_cast<int>(l) <= level().load(std::memory_order_relaxed); }
+bool log_enabled(LogLevel l) noexcept {
+  return static_cast<int>(l) <= level().load(std::memory_order_relaxed);
+}
 
 void set_log_rank(int rank) noexcept { t_rank = rank; }
 

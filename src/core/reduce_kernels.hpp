@@ -76,7 +76,6 @@ void reduce_into_avx512(void* dst, const void* a, const void* b, std::size_t cou
 bool convert_half_generic(const void* src, DataType from, void* dst, DataType to,
                           std::size_t count);
 bool convert_half_avx2(const void* src, DataType from, void* dst, DataType to, std::size_t count);
-bool convert_half_avx512(const void* src, DataType from, void* dst, DataType to,
-                         std::size_t count);
+bool convert_half_avx512(const void* src, DataType from, void* dst, DataType to, std::size_t count);
 
 }  // namespace chorus

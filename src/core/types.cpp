@@ -7,24 +7,26 @@ namespace chorus {
 namespace {
 
 constexpr std::array<std::string_view, kNumDataTypes> kTypeNames = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
-constexpr std::array<std::string_view, kNumReduceOps> kOpNames = {"sum", "prod", "max", "min", "avg"};
+    "int8",   "uint8",   "int32",    "uint32",  "int64",
+    "uint64", "float16", "bfloat16", "float32", "float64"};
+constexpr std::array<std::string_view, kNumReduceOps> kOpNames = {"sum", "prod", "max", "min",
+                                                                  "avg"};
 constexpr std::array<std::string_view, 9> kStatusNames = {
-    "success",      "invalid argument", "invalid usage",  "system error", "remote error",
-    "timeout",      "mismatch",         "internal error", "in progress"};
+    "success", "invalid argument", "invalid usage",  "system error", "remote error",
+    "timeout", "mismatch",         "internal error", "in progress"};
 
 struct Alias {
   std::string_view name;
   DataType dtype;
 };
 constexpr std::array<Alias, 8> kTypeAliases = {{{"fp16", DataType::Float16},
-                                                 {"half", DataType::Float16},
-                                                 {"bf16", DataType::Bfloat16},
-                                                 {"fp32", DataType::Float32},
-                                                 {"float", DataType::Float32},
-                                                 {"fp64", DataType::Float64},
-                                                 {"double", DataType::Float64},
-                                                 {"int", DataType::Int32}}};
+                                                {"half", DataType::Float16},
+                                                {"bf16", DataType::Bfloat16},
+                                                {"fp32", DataType::Float32},
+                                                {"float", DataType::Float32},
+                                                {"fp64", DataType::Float64},
+                                                {"double", DataType::Float64},
+                                                {"int", DataType::Int32}}};
 
 }  // namespace
 

@@ -112,7 +112,8 @@ DistributedDataParallel::Impl::Impl(std::shared_ptr<torch::nn::Module> m, chorus
     };
     if (options.compression == GradCompression::Fp16) bucket.wire = zeros(torch::kHalf);
     if (options.compression == GradCompression::Bf16) bucket.wire = zeros(torch::kBFloat16);
-    bucket.flat = bucket.wire.defined() ? torch::zeros({total}, torch::kFloat) : zeros(torch::kFloat);
+    bucket.flat =
+        bucket.wire.defined() ? torch::zeros({total}, torch::kFloat) : zeros(torch::kFloat);
     buckets.push_back(std::move(bucket));
   }
   ready.assign(params.size(), 0);

@@ -209,9 +209,9 @@ void DistributedDataParallel::Impl::complete(Bucket& bucket) {
   torch::NoGradGuard no_grad;
   if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
   // Without compression the averaged gradients are handed over in place: each param.grad then
-  // aliases its slice of the bucket (no copy back): autograd then accumulates the next backward into them in place, and the
-  // hook finds them already in the bucket. A user who replaces or frees param.grad
-  // (zero_grad(set_to_none)) just gets a copy-in at the next hook.
+  // aliases its slice of the bucket (no copy back): autograd then accumulates the next backward
+  // into them in place, and the hook finds them already in the bucket. A user who replaces or frees
+  // param.grad (zero_grad(set_to_none)) just gets a copy-in at the next hook.
   const bool views = !bucket.wire.defined();
   for (std::size_t k = 0; k < bucket.params.size(); ++k) {
     torch::Tensor& p = params[bucket.params[k]];
@@ -225,8 +225,8 @@ void DistributedDataParallel::Impl::complete(Bucket& bucket) {
       // Shares the bucket's storage without being an autograd view, so optimizers may still
       // detach_() and zero_() it (libtorch's zero_grad does).
       torch::Tensor alias = torch::empty({0}, bucket.flat.options());
-      alias.set_(bucket.flat.storage(), bucket.flat.storage_offset() + bucket.offsets[k],
-                 p.sizes(), src.strides());
+      alias.set_(bucket.flat.storage(), bucket.flat.storage_offset() + bucket.offsets[k], p.sizes(),
+                 src.strides());
       p.mutable_grad() = alias;
     } else if (p.grad().defined()) {
       p.mutable_grad().copy_(src);

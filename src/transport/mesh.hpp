@@ -16,16 +16,17 @@ enum class Kind { Auto, Tcp, Shm };
 Kind parse_kind(const std::string& text);
 
 struct MeshOptions {
-  Kind kind = Kind::Auto;  ///< Shm: every pair must share a host, else InvalidUsage
-  std::string secret;      ///< proves membership on every data connection
+  Kind kind = Kind::Auto;      ///< Shm: every pair must share a host, else InvalidUsage
+  std::string secret;          ///< proves membership on every data connection
   std::string advertise_host;  ///< address peers connect to; "" = detect
-  Deadline deadline;       ///< for the whole rendezvous
+  Deadline deadline;           ///< for the whole rendezvous
 };
 
 /// Collective over the ranks of one communicator: every rank calls it with the
 /// same `store` namespace (keys are private to this communicator), its own rank
 /// and the same size. Exchanges host identity, pid and addresses through the
 /// store, connects every pair, and returns when all links are up.
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options);
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size,
+                                        const MeshOptions& options);
 
 }  // namespace chorus::transport

@@ -141,7 +141,7 @@ class PeerChannel {
     FrameHeader header;
     std::unique_ptr<std::byte[]> payload;
     bool complete = false;
-    std::uint64_t stamp = 0;   ///< arrival order across channels
+    std::uint64_t stamp = 0;    ///< arrival order across channels
     std::size_t capacity = 0;   ///< bytes of `payload` in use (grows as the message arrives)
     std::size_t allocated = 0;  ///< bytes `payload` holds (>= capacity when it was the spare)
   };

@@ -129,10 +129,10 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   std::mutex progress_mutex_;  ///< held by post/wait, and by abort() while it sends ABORT frames
   mutable std::mutex failure_mutex_;
   std::atomic<bool> broken_{false};
-  std::optional<Error> failure_;  ///< guarded by failure_mutex_
-  WaitPolicy wait_policy_;  ///< polling, yielding, sleeping (chosen for this host)
+  std::optional<Error> failure_;           ///< guarded by failure_mutex_
+  WaitPolicy wait_policy_;                 ///< polling, yielding, sleeping (chosen for this host)
   std::unique_ptr<shm::HostArena> arena_;  ///< null unless every rank shares this host
-  std::optional<Fingerprint> arena_call_;   ///< the call of the latest arena_check
+  std::optional<Fingerprint> arena_call_;  ///< the call of the latest arena_check
 };
 
 }  // namespace chorus::transport

@@ -5,7 +5,6 @@
 
 #include <chorus/error.hpp>
 
-
 #include <cerrno>
 #include <charconv>
 #include <cstring>

@@ -44,8 +44,7 @@ WaitPolicy WaitPolicy::for_counts(int ranks_on_host, int cpus) {
 }
 
 WaitPolicy WaitPolicy::for_host(int ranks_on_host) {
-  WaitPolicy policy =
-      for_counts(std::max(ranks_on_host, launcher_local_ranks()), usable_cpus());
+  WaitPolicy policy = for_counts(std::max(ranks_on_host, launcher_local_ranks()), usable_cpus());
   override_from_env("CHORUS_SPIN_US", &policy.spin);
   override_from_env("CHORUS_YIELD_US", &policy.yield);
   return policy;

@@ -25,7 +25,7 @@ inline void cpu_relax() {
 struct WaitPolicy {
   std::chrono::microseconds spin{20};   ///< polling from the start of a wait
   std::chrono::microseconds yield{30};  ///< then sched_yield() until spin + yield, then sleep
-  bool cores_shared = false;  ///< more ranks on this host than CPUs (set by for_counts)
+  bool cores_shared = false;            ///< more ranks on this host than CPUs (set by for_counts)
 
   /// The policy for `ranks_on_host` ranks on this host: the larger of that and the
   /// launcher's LOCAL_WORLD_SIZE, against the CPUs this process may run on

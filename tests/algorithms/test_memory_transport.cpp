@@ -168,7 +168,8 @@ TEST(Scratch, ReusesPooledBuffersWithoutSharingLiveOnes) {
     Scratch moved = std::move(fresh);
     EXPECT_EQ(moved.at(0), moved.data());
     EXPECT_EQ(fresh.data(), nullptr);  // NOLINT(bugprone-use-after-move): moved-from is empty
-  }).join();
+  })
+      .join();
 }
 
 }  // namespace

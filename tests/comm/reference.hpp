@@ -29,10 +29,18 @@ inline double expected_reduction(int n, std::size_t i, DataType t, ReduceOp op) 
     double v = input_value(r, i, t, op);
     switch (op) {
       case ReduceOp::Sum:
-      case ReduceOp::Avg: acc += v; break;
-      case ReduceOp::Prod: acc *= v; break;
-      case ReduceOp::Max: acc = std::fmax(acc, v); break;
-      case ReduceOp::Min: acc = std::fmin(acc, v); break;
+      case ReduceOp::Avg:
+        acc += v;
+        break;
+      case ReduceOp::Prod:
+        acc *= v;
+        break;
+      case ReduceOp::Max:
+        acc = std::fmax(acc, v);
+        break;
+      case ReduceOp::Min:
+        acc = std::fmin(acc, v);
+        break;
     }
   }
   if (op != ReduceOp::Avg) return round_to(t, acc);
@@ -55,10 +63,9 @@ inline double element(const std::vector<unsigned char>& buf, std::size_t i, Data
   return decode(t, buf.data() + i * dtype_size(t));
 }
 
-constexpr DataType kAllTypes[] = {DataType::Int8,    DataType::Uint8,    DataType::Int32,
-                                  DataType::Uint32,  DataType::Int64,    DataType::Uint64,
-                                  DataType::Float16, DataType::Bfloat16, DataType::Float32,
-                                  DataType::Float64};
+constexpr DataType kAllTypes[] = {
+    DataType::Int8,   DataType::Uint8,   DataType::Int32,    DataType::Uint32,  DataType::Int64,
+    DataType::Uint64, DataType::Float16, DataType::Bfloat16, DataType::Float32, DataType::Float64};
 constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min,
                                 ReduceOp::Avg};
 

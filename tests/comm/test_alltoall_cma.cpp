@@ -13,7 +13,6 @@
 #include "forked_ranks.hpp"
 #include "thread_ranks.hpp"
 
-
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -169,18 +168,22 @@ TEST_P(AlltoallShmDirectLarge, StreamedCopiesOddSizesAndAddresses) {
                   .env = {"CHORUS_ALGO=alltoall=shm_direct", "CHORUS_SHM_ARENA_BYTES=65536"},
                   .limit = std::chrono::seconds(120),
                   .before_join = {}};
-  EXPECT_EQ((forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
-    unsigned salt = 0;
-    // Bytes per peer of 1-byte elements: n x n of them reach kStreamFromBytes (8 MiB).
-    const auto n = static_cast<std::size_t>(c.size());
-    const std::size_t odd = (std::size_t{8} << 20) / (n * n) + 3;
-    for (bool in_place : {false, true}) {
-      alltoall_case(c, DataType::Int8, odd, in_place, ++salt, "shm_direct", 1);
-      alltoall_case(c, DataType::Float16, odd / 2, in_place, ++salt, "shm_direct", 6);
-      alltoall_case(c, DataType::Float64, odd / 4, in_place, ++salt, "shm_direct");
-      alltoall_case(c, DataType::Int32, 7, in_place, ++salt, "shm_direct", 3);
-    }
-  })), "");
+  EXPECT_EQ((forked_ranks_failures(
+                job,
+                [](Communicator& c, SharedPage&) {
+                  unsigned salt = 0;
+                  // Bytes per peer of 1-byte elements: n x n of them reach kStreamFromBytes (8
+                  // MiB).
+                  const auto n = static_cast<std::size_t>(c.size());
+                  const std::size_t odd = (std::size_t{8} << 20) / (n * n) + 3;
+                  for (bool in_place : {false, true}) {
+                    alltoall_case(c, DataType::Int8, odd, in_place, ++salt, "shm_direct", 1);
+                    alltoall_case(c, DataType::Float16, odd / 2, in_place, ++salt, "shm_direct", 6);
+                    alltoall_case(c, DataType::Float64, odd / 4, in_place, ++salt, "shm_direct");
+                    alltoall_case(c, DataType::Int32, 7, in_place, ++salt, "shm_direct", 3);
+                  }
+                })),
+            "");
 }
 
 // All-to-all-v streams per rank and per side (alltoallv/shm_direct.cpp): pairs of odd
@@ -192,35 +195,40 @@ TEST_P(AlltoallShmDirectLarge, AlltoallvStreamsWhereItsOwnBytesAreLarge) {
                   .env = {"CHORUS_ALGO=alltoallv=shm_direct", "CHORUS_SHM_ARENA_BYTES=262144"},
                   .limit = std::chrono::seconds(120),
                   .before_join = {}};
-  EXPECT_EQ((forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
-    const int n = c.size();
-    const int me = c.rank();
-    const auto count = [](int from, int to) -> std::size_t {
-      return (from + to) % 2 == 1 ? 1'500'007 : 5;
-    };
-    std::vector<std::size_t> sc(n), sd(n), rc(n), rd(n);
-    std::size_t sent = 1, received = 3;  // odd offsets: blocks at odd addresses
-    for (int p = 0; p < n; ++p) {
-      sc[p] = count(me, p);
-      sd[p] = sent;
-      sent += sc[p];
-      rc[p] = count(p, me);
-      rd[p] = received;
-      received += rc[p];
-    }
-    std::vector<unsigned char> send(sent), recv(received, kUntouched);
-    for (int p = 0; p < n; ++p)
-      for (std::size_t k = 0; k < sc[p]; ++k) send[sd[p] + k] = block_byte(me, p, k, 77);
-    c.all_to_all_v(send.data(), sc, sd, recv.data(), rc, rd, DataType::Uint8);
-    rank_check(c.last_algorithm() == "shm_direct", "alltoallv ran " + c.last_algorithm());
-    for (int p = 0; p < n; ++p)
-      for (std::size_t k = 0; k < rc[p]; ++k)
-        if (recv[rd[p] + k] != block_byte(p, me, k, 77)) {
-          rank_check(false, "alltoallv: byte " + std::to_string(k) + " from rank " +
-                                std::to_string(p) + " is wrong");
-          return;
-        }
-  })), "");
+  EXPECT_EQ((forked_ranks_failures(
+                job,
+                [](Communicator& c, SharedPage&) {
+                  const int n = c.size();
+                  const int me = c.rank();
+                  const auto count = [](int from, int to) -> std::size_t {
+                    return (from + to) % 2 == 1 ? 1'500'007 : 5;
+                  };
+                  std::vector<std::size_t> sc(n), sd(n), rc(n), rd(n);
+                  std::size_t sent = 1, received = 3;  // odd offsets: blocks at odd addresses
+                  for (int p = 0; p < n; ++p) {
+                    sc[p] = count(me, p);
+                    sd[p] = sent;
+                    sent += sc[p];
+                    rc[p] = count(p, me);
+                    rd[p] = received;
+                    received += rc[p];
+                  }
+                  std::vector<unsigned char> send(sent), recv(received, kUntouched);
+                  for (int p = 0; p < n; ++p)
+                    for (std::size_t k = 0; k < sc[p]; ++k)
+                      send[sd[p] + k] = block_byte(me, p, k, 77);
+                  c.all_to_all_v(send.data(), sc, sd, recv.data(), rc, rd, DataType::Uint8);
+                  rank_check(c.last_algorithm() == "shm_direct",
+                             "alltoallv ran " + c.last_algorithm());
+                  for (int p = 0; p < n; ++p)
+                    for (std::size_t k = 0; k < rc[p]; ++k)
+                      if (recv[rd[p] + k] != block_byte(p, me, k, 77)) {
+                        rank_check(false, "alltoallv: byte " + std::to_string(k) + " from rank " +
+                                              std::to_string(p) + " is wrong");
+                        return;
+                      }
+                })),
+            "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AlltoallShmDirectLarge, ::testing::Values(3, 5),

@@ -124,7 +124,8 @@ void scatter_and_gather_case(Communicator& c, DataType t, std::size_t count, boo
     std::vector<unsigned char> blocks(bytes * n, 0xAB);
     if (is_root) {
       for (int j = 0; j < n; ++j) {
-        if (count > 0) std::memcpy(blocks.data() + j * bytes, block_of_rank(j, count, t).data(), bytes);
+        if (count > 0)
+          std::memcpy(blocks.data() + j * bytes, block_of_rank(j, count, t).data(), bytes);
       }
     }
     std::vector<unsigned char> recv(bytes, 0xAB);
@@ -292,9 +293,8 @@ TEST(CmaFaults, KilledPeerIsNamedWithinTwoSeconds) {
 // copy (cost_model.cpp), keeps shm_direct wherever both are accepted.
 TEST(CmaSelection, ModelKeepsShmDirectWhereTheKernelCopyIsSlow) {
   for (int n : {2, 4, 8}) {
-    for (Collective collective :
-         {Collective::AllReduce, Collective::Broadcast, Collective::AllGather,
-          Collective::Scatter, Collective::Gather}) {
+    for (Collective collective : {Collective::AllReduce, Collective::Broadcast,
+                                  Collective::AllGather, Collective::Scatter, Collective::Gather}) {
       for (std::size_t bytes = 4096; bytes <= (std::size_t{64} << 20); bytes *= 16) {
         algorithms::CollectiveArgs args;
         args.collective = collective;

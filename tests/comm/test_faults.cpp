@@ -38,8 +38,10 @@ TEST_P(Faults, DifferentCollectivesFailWithMismatchNamingBoth) {
       float buf[4] = {1, 2, 3, 4};
       statuses[r] = status_of(
           [&] {
-            if (r == 0) c.all_reduce(buf, buf, 4, DataType::Float32, ReduceOp::Sum);
-            else c.broadcast(buf, buf, 4, DataType::Float32, 0);
+            if (r == 0)
+              c.all_reduce(buf, buf, 4, DataType::Float32, ReduceOp::Sum);
+            else
+              c.broadcast(buf, buf, 4, DataType::Float32, 0);
           },
           &messages[r]);
     });
@@ -66,8 +68,10 @@ TEST_P(Faults, MismatchWithoutAnyMessageIsFoundQuickly) {
     std::string message;
     Status s = status_of(
         [&] {
-          if (c.rank() == 0) c.all_reduce(buf, buf, 4, DataType::Float32, ReduceOp::Sum);
-          else c.broadcast(buf, buf, 4, DataType::Float32, 0);
+          if (c.rank() == 0)
+            c.all_reduce(buf, buf, 4, DataType::Float32, ReduceOp::Sum);
+          else
+            c.broadcast(buf, buf, 4, DataType::Float32, 0);
         },
         &message);
     EXPECT_EQ(s, Status::Mismatch) << "rank " << c.rank() << ": " << message;
@@ -123,8 +127,9 @@ TEST_P(Faults, APeerThatNeverArrivesIsATimeout) {
   std::string message;
   int value = 1;
   auto start = std::chrono::steady_clock::now();
-  Status s = status_of([&] { job.comms()[0].all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum); },
-                       &message);
+  Status s = status_of(
+      [&] { job.comms()[0].all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum); },
+      &message);
   EXPECT_EQ(s, Status::Timeout) << message;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   EXPECT_NE(job.comms()[0].last_error(), "");
@@ -136,7 +141,9 @@ TEST_P(Faults, DestroyingAPeerIsARemoteError) {
   job.comms()[1] = Communicator();  // rank 1 goes away
   int value = 1;
   auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(status_of([&] { job.comms()[0].all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum); }),
+  EXPECT_EQ(status_of([&] {
+              job.comms()[0].all_reduce(&value, &value, 1, DataType::Int32, ReduceOp::Sum);
+            }),
             Status::RemoteError);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }

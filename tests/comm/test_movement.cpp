@@ -14,7 +14,8 @@ namespace chorus::testing {
 namespace {
 
 using Bytes = std::vector<unsigned char>;
-constexpr DataType kTypes[] = {DataType::Int8, DataType::Float16, DataType::Int32, DataType::Float64};
+constexpr DataType kTypes[] = {DataType::Int8, DataType::Float16, DataType::Int32,
+                               DataType::Float64};
 constexpr std::size_t kCounts[] = {0, 1, 7, 1031};
 
 /// Element i of the block rank r contributes: distinct per rank, exact in every dtype.
@@ -22,7 +23,8 @@ double value(int r, std::size_t i) { return static_cast<double>((r * 31 + i * 7)
 
 Bytes block(int r, std::size_t count, DataType t, std::size_t first = 0) {
   Bytes b(count * dtype_size(t));
-  for (std::size_t i = 0; i < count; ++i) encode(value(r, first + i), t, b.data() + i * dtype_size(t));
+  for (std::size_t i = 0; i < count; ++i)
+    encode(value(r, first + i), t, b.data() + i * dtype_size(t));
   return b;
 }
 
@@ -37,7 +39,8 @@ Bytes concatenation(int n, std::size_t count, DataType t) {
 }
 
 std::string what(const char* name, DataType t, std::size_t count, bool in_place, int root = -1) {
-  std::string s = std::string(name) + " " + std::string(to_string(t)) + " count " + std::to_string(count);
+  std::string s =
+      std::string(name) + " " + std::string(to_string(t)) + " count " + std::to_string(count);
   if (root >= 0) s += " root " + std::to_string(root);
   return in_place ? s + " in place" : s;
 }
@@ -99,7 +102,8 @@ void scatter_case(Communicator& c, DataType t, std::size_t count, bool in_place,
   EXPECT_EQ(recv, block(c.rank(), count, t)) << what("scatter", t, count, in_place, root);
 }
 
-/// All-to-all: block j of rank r's send buffer is block(r*n + j); rank r receives block(j*n + r) from j.
+/// All-to-all: block j of rank r's send buffer is block(r*n + j); rank r receives block(j*n + r)
+/// from j.
 void all_to_all_case(Communicator& c, DataType t, std::size_t count, bool in_place) {
   const int n = c.size();
   Bytes send, want;
@@ -231,7 +235,8 @@ TEST_P(Movement, BarrierAndManyQueuedOperationsCompleteInOrder) {
     }
     for (auto it = requests.rbegin(); it != requests.rend(); ++it) it->wait();  // any wait order
     const std::int64_t ranks_sum = static_cast<std::int64_t>(c.size()) * (c.size() + 1) / 2;
-    for (std::size_t k = 0; k < values.size(); ++k) EXPECT_EQ(values[k], static_cast<std::int64_t>(k) * ranks_sum);
+    for (std::size_t k = 0; k < values.size(); ++k)
+      EXPECT_EQ(values[k], static_cast<std::int64_t>(k) * ranks_sum);
     c.barrier();
   });
 }
@@ -271,12 +276,13 @@ TEST_P(Movement, ZeroElementCollectivesCompleteAtOnce) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ranks, Movement,
-    ::testing::Combine(::testing::Values("auto", "tcp"), ::testing::Values(1, 2, 3, 5, 8)),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
-    });
+INSTANTIATE_TEST_SUITE_P(Ranks, Movement,
+                         ::testing::Combine(::testing::Values("auto", "tcp"),
+                                            ::testing::Values(1, 2, 3, 5, 8)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
 }  // namespace
 }  // namespace chorus::testing

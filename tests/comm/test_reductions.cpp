@@ -28,7 +28,8 @@ void all_reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count
                  case_label("allreduce", t, op, count, in_place));
 }
 
-void reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place, int root) {
+void reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place,
+                 int root) {
   auto send = make_input(c.rank(), count, t, op);
   std::vector<unsigned char> recv(send.size(), 0xAB);
   bool is_root = c.rank() == root;
@@ -40,7 +41,8 @@ void reduce_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bo
                  case_label("reduce root " + std::to_string(root), t, op, count, in_place));
 }
 
-void reduce_scatter_case(Communicator& c, DataType t, ReduceOp op, std::size_t count, bool in_place) {
+void reduce_scatter_case(Communicator& c, DataType t, ReduceOp op, std::size_t count,
+                         bool in_place) {
   const std::size_t n = c.size(), size = dtype_size(t);
   auto send = make_input(c.rank(), count * n, t, op);
   std::vector<unsigned char> recv(count * size, 0xAB);
@@ -94,12 +96,13 @@ TEST_P(Reductions, ReduceScatterEveryDtypeOp) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ranks, Reductions,
-    ::testing::Combine(::testing::Values("auto", "tcp"), ::testing::Values(1, 2, 3, 5, 8)),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
-    });
+INSTANTIATE_TEST_SUITE_P(Ranks, Reductions,
+                         ::testing::Combine(::testing::Values("auto", "tcp"),
+                                            ::testing::Values(1, 2, 3, 5, 8)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
 }  // namespace
 }  // namespace chorus::testing

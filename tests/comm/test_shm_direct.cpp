@@ -301,7 +301,8 @@ TEST_P(ShmDirect, FastRanksRunAheadThroughTheLanes) {
       const auto value = [&](std::size_t i, int from) {
         return static_cast<std::int32_t>(call * 100003 + from * 1009 + static_cast<int>(i));
       };
-      if (c.rank() != 0 && call % 11 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (c.rank() != 0 && call % 11 == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
       std::vector<std::int32_t> data(count);
       if (c.rank() == 0)
         for (std::size_t i = 0; i < count; ++i) data[i] = value(i, 0);

@@ -25,7 +25,7 @@ namespace chorus::testing {
 namespace {
 
 constexpr std::size_t kCounts[] = {0, 1, 7, 1501, 9001};
-constexpr std::size_t kLargeCount = 1'000'003;  // 1 to 8 MiB, odd: uneven slices, many chunks
+constexpr std::size_t kLargeCount = 1'000'003;   // 1 to 8 MiB, odd: uneven slices, many chunks
 constexpr std::size_t kWindowAbove = 16 * 1024;  // bytes; at most this runs shm_direct's one round
 
 /// Whether a reduction of `t` with `op` on window buffers can run in the window: every one
@@ -138,7 +138,8 @@ void sweep(Communicator& c, SharedPage&) {
   for (DataType t : kAllTypes) {
     const std::size_t size = dtype_size(t);
     for (ReduceOp op : kAllOps) {
-      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{5001}}) {
+      for (std::size_t count :
+           {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{5001}}) {
         const bool in_place = ++k % 2 == 0;
         reduce_scatter_into(c, t, op, count, base,
                             in_place ? base + c.rank() * count * size : base + half);
@@ -160,7 +161,8 @@ void sweep(Communicator& c, SharedPage&) {
 class WindowProcesses : public ::testing::TestWithParam<int> {};
 
 TEST_P(WindowProcesses, EveryDtypeOpCountInPlace) {
-  ForkedRanks job{.n = GetParam(), .env = {}, .limit = std::chrono::seconds(120), .before_join = {}};
+  ForkedRanks job{
+      .n = GetParam(), .env = {}, .limit = std::chrono::seconds(120), .before_join = {}};
   EXPECT_EQ((forked_ranks_failures(job, sweep)), "");
 }
 
@@ -171,75 +173,79 @@ INSTANTIATE_TEST_SUITE_P(Ranks, WindowProcesses, ::testing::Values(1, 2, 3, 5, 8
 // every rank runs shm_direct, with the right sums; afterwards all in windows again.
 TEST(WindowFallback, BuffersOutsideAWindowOnOneRankRunShmDirect) {
   ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};
-  EXPECT_EQ(forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
-              constexpr std::size_t kCount = 100'001;
-              std::vector<unsigned char> heap(kCount * 4);
-              auto* window = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
-              unsigned char* mine = c.rank() == 1 ? heap.data() : window;
-              all_reduce_into(c, DataType::Float32, ReduceOp::Sum, kCount, mine, mine, "shm_direct");
-              // An average falling back is divided once, by the communicator.
-              all_reduce_into(c, DataType::Float64, ReduceOp::Avg, kCount / 2, mine, mine,
-                              "shm_direct");
-              all_reduce_into(c, DataType::Int32, ReduceOp::Max, kCount, window, window,
-                              "shm_window");
-              // Half types falling back are widened (summed in fp32, rounded once), as the
-              // communicator widens them: the reference's exact values at 3 ranks.
-              all_reduce_into(c, DataType::Bfloat16, ReduceOp::Sum, kCount, mine, mine,
-                              "shm_direct");
-              all_reduce_into(c, DataType::Float16, ReduceOp::Avg, kCount, mine, mine,
-                              "shm_direct");
-              all_reduce_into(c, DataType::Bfloat16, ReduceOp::Prod, kCount, window, window,
-                              "shm_window");
-              if (c.rank() == 1) c.free_shared(window);
-              all_reduce_into(c, DataType::Int32, ReduceOp::Min, kCount, mine, mine, "shm_direct");
-              // Another window after one was freed: ids stay aligned across ranks.
-              auto* second = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
-              all_reduce_into(c, DataType::Float64, ReduceOp::Sum, kCount / 2, second, second,
-                              "shm_window");
-              // Send in one window, recv in another: a window call where every rank names
-              // the same two; not where rank 1 names other ones.
-              auto* third = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
-              all_reduce_into(c, DataType::Int32, ReduceOp::Sum, kCount, third, second,
-                              "shm_window");
-              all_reduce_into(c, DataType::Int32, ReduceOp::Sum, kCount,
-                              c.rank() == 1 ? second : third, c.rank() == 1 ? third : second,
-                              "shm_direct");
-            }),
-            "");
+  EXPECT_EQ(
+      forked_ranks_failures(
+          job,
+          [](Communicator& c, SharedPage&) {
+            constexpr std::size_t kCount = 100'001;
+            std::vector<unsigned char> heap(kCount * 4);
+            auto* window = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
+            unsigned char* mine = c.rank() == 1 ? heap.data() : window;
+            all_reduce_into(c, DataType::Float32, ReduceOp::Sum, kCount, mine, mine, "shm_direct");
+            // An average falling back is divided once, by the communicator.
+            all_reduce_into(c, DataType::Float64, ReduceOp::Avg, kCount / 2, mine, mine,
+                            "shm_direct");
+            all_reduce_into(c, DataType::Int32, ReduceOp::Max, kCount, window, window,
+                            "shm_window");
+            // Half types falling back are widened (summed in fp32, rounded once), as the
+            // communicator widens them: the reference's exact values at 3 ranks.
+            all_reduce_into(c, DataType::Bfloat16, ReduceOp::Sum, kCount, mine, mine, "shm_direct");
+            all_reduce_into(c, DataType::Float16, ReduceOp::Avg, kCount, mine, mine, "shm_direct");
+            all_reduce_into(c, DataType::Bfloat16, ReduceOp::Prod, kCount, window, window,
+                            "shm_window");
+            if (c.rank() == 1) c.free_shared(window);
+            all_reduce_into(c, DataType::Int32, ReduceOp::Min, kCount, mine, mine, "shm_direct");
+            // Another window after one was freed: ids stay aligned across ranks.
+            auto* second = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
+            all_reduce_into(c, DataType::Float64, ReduceOp::Sum, kCount / 2, second, second,
+                            "shm_window");
+            // Send in one window, recv in another: a window call where every rank names
+            // the same two; not where rank 1 names other ones.
+            auto* third = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
+            all_reduce_into(c, DataType::Int32, ReduceOp::Sum, kCount, third, second, "shm_window");
+            all_reduce_into(c, DataType::Int32, ReduceOp::Sum, kCount,
+                            c.rank() == 1 ? second : third, c.rank() == 1 ? third : second,
+                            "shm_direct");
+          }),
+      "");
 }
 
 // Ranks ask for different sizes (one for none); each gets its own bytes, all usable.
 TEST(WindowAllocation, DifferentSizesAndZero) {
   ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};
-  EXPECT_EQ(forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
-              const std::size_t bytes = c.rank() == 2 ? 0 : (static_cast<std::size_t>(c.rank()) + 1) * 100'000;
-              auto* p = static_cast<unsigned char*>(c.alloc_shared(bytes));
-              rank_check((p == nullptr) == (bytes == 0), "null exactly when asking for 0 bytes");
-              if (p) std::memset(p, c.rank() + 1, bytes);  // every byte is ours to write
-              // All ranks asking for nothing: nullptr everywhere, nothing allocated.
-              rank_check(c.alloc_shared(0) == nullptr, "alloc_shared(0) on every rank");
-              std::vector<float> heap(50'000, 1.0f);
-              c.all_reduce(heap.data(), heap.data(), heap.size(), DataType::Float32, ReduceOp::Sum);
-              rank_check(heap[49'999] == 3.0f, "all-reduce on the heap after a window");
-              c.free_shared(p);
-              c.free_shared(nullptr);
+  EXPECT_EQ(
+      forked_ranks_failures(
+          job,
+          [](Communicator& c, SharedPage&) {
+            const std::size_t bytes =
+                c.rank() == 2 ? 0 : (static_cast<std::size_t>(c.rank()) + 1) * 100'000;
+            auto* p = static_cast<unsigned char*>(c.alloc_shared(bytes));
+            rank_check((p == nullptr) == (bytes == 0), "null exactly when asking for 0 bytes");
+            if (p) std::memset(p, c.rank() + 1, bytes);  // every byte is ours to write
+            // All ranks asking for nothing: nullptr everywhere, nothing allocated.
+            rank_check(c.alloc_shared(0) == nullptr, "alloc_shared(0) on every rank");
+            std::vector<float> heap(50'000, 1.0f);
+            c.all_reduce(heap.data(), heap.data(), heap.size(), DataType::Float32, ReduceOp::Sum);
+            rank_check(heap[49'999] == 3.0f, "all-reduce on the heap after a window");
+            c.free_shared(p);
+            c.free_shared(nullptr);
+            try {
+              c.free_shared(heap.data());
+              rank_check(false, "freeing a heap pointer did not throw");
+            } catch (const Error& e) {
+              rank_check(e.status() == Status::InvalidArgument, e.what());
+              rank_check(c.last_error().find("free_shared") != std::string::npos, c.last_error());
+            }
+            if (p) {
               try {
-                c.free_shared(heap.data());
-                rank_check(false, "freeing a heap pointer did not throw");
+                c.free_shared(p);
+                rank_check(false, "a second free did not throw");
               } catch (const Error& e) {
                 rank_check(e.status() == Status::InvalidArgument, e.what());
-                rank_check(c.last_error().find("free_shared") != std::string::npos, c.last_error());
               }
-              if (p) {
-                try {
-                  c.free_shared(p);
-                  rank_check(false, "a second free did not throw");
-                } catch (const Error& e) {
-                  rank_check(e.status() == Status::InvalidArgument, e.what());
-                }
-              }
-            }),
-            "");
+            }
+          }),
+      "");
 }
 
 // Rank 0 cannot create the segment (its file-size limit is below it, as with a full
@@ -247,53 +253,59 @@ TEST(WindowAllocation, DifferentSizesAndZero) {
 // a request that fits works afterwards.
 TEST(WindowAllocation, CreationFailureReachesEveryRank) {
   ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};
-  EXPECT_EQ(forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
-              if (c.rank() == 0) {
-                std::signal(SIGXFSZ, SIG_IGN);  // ftruncate past the limit fails with EFBIG
-                rlimit limit{1 << 20, 1 << 20};
-                rank_check(::setrlimit(RLIMIT_FSIZE, &limit) == 0, "setrlimit");
-              }
-              try {
-                c.alloc_shared(std::size_t{4} << 20);
-                rank_check(false, "alloc_shared beyond rank 0's limit did not throw");
-              } catch (const Error& e) {
-                rank_check(e.status() == Status::SystemError, e.what());
-                rank_check(std::string(e.what()).find("rank 0 could not create") !=
-                               std::string::npos,
-                           e.what());
-              }
-              auto* p = static_cast<float*>(c.alloc_shared(64 * 1024));
-              rank_check(p != nullptr, "a request that fits failed");
-              for (int i = 0; i < 16 * 1024; ++i) p[i] = static_cast<float>(c.rank());
-              c.all_reduce(p, p, 16 * 1024, DataType::Float32, ReduceOp::Sum);
-              rank_check(p[16 * 1024 - 1] == 3.0f && c.last_algorithm() == "shm_window",
-                         "all-reduce in the window after a failed allocation ran " +
-                             c.last_algorithm());
-              c.free_shared(p);
-            }),
-            "");
+  EXPECT_EQ(
+      forked_ranks_failures(
+          job,
+          [](Communicator& c, SharedPage&) {
+            if (c.rank() == 0) {
+              std::signal(SIGXFSZ, SIG_IGN);  // ftruncate past the limit fails with EFBIG
+              rlimit limit{1 << 20, 1 << 20};
+              rank_check(::setrlimit(RLIMIT_FSIZE, &limit) == 0, "setrlimit");
+            }
+            try {
+              c.alloc_shared(std::size_t{4} << 20);
+              rank_check(false, "alloc_shared beyond rank 0's limit did not throw");
+            } catch (const Error& e) {
+              rank_check(e.status() == Status::SystemError, e.what());
+              rank_check(std::string(e.what()).find("rank 0 could not create") != std::string::npos,
+                         e.what());
+            }
+            auto* p = static_cast<float*>(c.alloc_shared(64 * 1024));
+            rank_check(p != nullptr, "a request that fits failed");
+            for (int i = 0; i < 16 * 1024; ++i) p[i] = static_cast<float>(c.rank());
+            c.all_reduce(p, p, 16 * 1024, DataType::Float32, ReduceOp::Sum);
+            rank_check(
+                p[16 * 1024 - 1] == 3.0f && c.last_algorithm() == "shm_window",
+                "all-reduce in the window after a failed allocation ran " + c.last_algorithm());
+            c.free_shared(p);
+          }),
+      "");
 }
 
 // Over TCP there is no arena: the memory is ordinary, all-reduces on it do not run
 // shm_window, and it is freed like the rest.
 TEST(WindowAllocation, OrdinaryMemoryOverTcp) {
-  ForkedRanks job{.n = 2, .env = {"CHORUS_TRANSPORT=tcp"}, .limit = std::chrono::seconds(60),
+  ForkedRanks job{.n = 2,
+                  .env = {"CHORUS_TRANSPORT=tcp"},
+                  .limit = std::chrono::seconds(60),
                   .before_join = {}};
-  EXPECT_EQ(forked_ranks_failures(job, [](Communicator& c, SharedPage&) {
-              constexpr std::size_t kCount = 10'001;
-              auto* p = static_cast<unsigned char*>(c.alloc_shared(kCount * 8));
-              rank_check(p != nullptr, "no memory over tcp");
-              const auto input = make_input(c.rank(), kCount, DataType::Float64, ReduceOp::Sum);
-              std::memcpy(p, input.data(), input.size());
-              c.all_reduce(p, p, kCount, DataType::Float64, ReduceOp::Sum);
-              rank_check(c.last_algorithm() != "shm_window", "tcp ran " + c.last_algorithm());
-              for (std::size_t i = 0; i < kCount; i += 997) {
-                rank_check(decode(DataType::Float64, p + 8 * i) ==
-                               expected_reduction(2, i, DataType::Float64, ReduceOp::Sum),
-                           "wrong sum over tcp at " + std::to_string(i));
-              }
-              c.free_shared(p);
-            }),
+  EXPECT_EQ(forked_ranks_failures(
+                job,
+                [](Communicator& c, SharedPage&) {
+                  constexpr std::size_t kCount = 10'001;
+                  auto* p = static_cast<unsigned char*>(c.alloc_shared(kCount * 8));
+                  rank_check(p != nullptr, "no memory over tcp");
+                  const auto input = make_input(c.rank(), kCount, DataType::Float64, ReduceOp::Sum);
+                  std::memcpy(p, input.data(), input.size());
+                  c.all_reduce(p, p, kCount, DataType::Float64, ReduceOp::Sum);
+                  rank_check(c.last_algorithm() != "shm_window", "tcp ran " + c.last_algorithm());
+                  for (std::size_t i = 0; i < kCount; i += 997) {
+                    rank_check(decode(DataType::Float64, p + 8 * i) ==
+                                   expected_reduction(2, i, DataType::Float64, ReduceOp::Sum),
+                               "wrong sum over tcp at " + std::to_string(i));
+                  }
+                  c.free_shared(p);
+                }),
             "");
 }
 

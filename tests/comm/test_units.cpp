@@ -76,7 +76,8 @@ TEST(Validate, PointToPointPeers) {
   EXPECT_NO_THROW(validate_point_to_point(Collective::Send, &x, 1, DataType::Float32, 1, 0, 2));
   EXPECT_THROW(validate_point_to_point(Collective::Send, &x, 1, DataType::Float32, 0, 0, 2), Error);
   EXPECT_THROW(validate_point_to_point(Collective::Recv, &x, 1, DataType::Float32, 2, 0, 2), Error);
-  EXPECT_THROW(validate_point_to_point(Collective::Recv, nullptr, 1, DataType::Float32, 1, 0, 2), Error);
+  EXPECT_THROW(validate_point_to_point(Collective::Recv, nullptr, 1, DataType::Float32, 1, 0, 2),
+               Error);
 }
 
 TEST(Executor, RunsInSubmissionOrderAndReportsFailures) {
@@ -141,8 +142,8 @@ TEST(Executor, BlockingWorkRunsOnTheCallersThreadAndBackgroundWorkOnTheWorker) {
     while (!release) std::this_thread::yield();
     order.push_back(1);
   });
-  auto after = executor->submit([&] { order.push_back(2); }, std::nullopt,
-                                Executor::Start::ByCaller);
+  auto after =
+      executor->submit([&] { order.push_back(2); }, std::nullopt, Executor::Start::ByCaller);
   release = true;
   ASSERT_TRUE(executor->wait(*after, std::nullopt));
   EXPECT_TRUE(slow->done);

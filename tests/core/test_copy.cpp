@@ -1,7 +1,7 @@
-// copy_bytes and copy_bytes_streaming (core/copy.hpp) against the bytes it was given: every size around the
-// vector loop's edges (its 2 KiB start, its 128-byte steps, the 32-byte alignment of
-// the destination), every source and destination offset within a line, and that
-// nothing outside the destination range is touched.
+// copy_bytes and copy_bytes_streaming (core/copy.hpp) against the bytes it was given: every size
+// around the vector loop's edges (its 2 KiB start, its 128-byte steps, the 32-byte alignment of the
+// destination), every source and destination offset within a line, and that nothing outside the
+// destination range is touched.
 #include "core/copy.hpp"
 
 #include <gtest/gtest.h>
@@ -28,13 +28,14 @@ void expect_exact_copies(CopyFunction copy, const char* name) {
     for (std::size_t src_offset : {0, 1, 13, 32, 63}) {
       for (std::size_t dst_offset : {0, 7, 31, 32, 33}) {
         std::vector<std::uint8_t> src(n + 128), dst(n + 256, 0xEE);
-        for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 131 + 7);
+        for (std::size_t i = 0; i < src.size(); ++i)
+          src[i] = static_cast<std::uint8_t>(i * 131 + 7);
         copy(dst.data() + 64 + dst_offset, src.data() + src_offset, n);
         for (std::size_t i = 0; i < dst.size(); ++i) {
           const bool inside = i >= 64 + dst_offset && i < 64 + dst_offset + n;
           const std::uint8_t expected = inside ? src[i - 64 - dst_offset + src_offset] : 0xEE;
-          ASSERT_EQ(dst[i], expected) << name << " size " << n << " src+" << src_offset
-                                      << " dst+" << dst_offset << " byte " << i;
+          ASSERT_EQ(dst[i], expected) << name << " size " << n << " src+" << src_offset << " dst+"
+                                      << dst_offset << " byte " << i;
         }
       }
     }

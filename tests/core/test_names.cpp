@@ -39,8 +39,12 @@ TEST(Names, OpsAndCollectivesRoundTrip) {
 }
 
 TEST(Fingerprint, MatchRulesAndDescription) {
-  Fingerprint a{.seq = 3, .count = 4, .root = -1, .collective = Collective::AllReduce,
-                .dtype = static_cast<std::uint8_t>(DataType::Float32), .op = 0};
+  Fingerprint a{.seq = 3,
+                .count = 4,
+                .root = -1,
+                .collective = Collective::AllReduce,
+                .dtype = static_cast<std::uint8_t>(DataType::Float32),
+                .op = 0};
   Fingerprint b = a;
   EXPECT_TRUE(fingerprints_match(a, b));
   b.collective = Collective::Broadcast;

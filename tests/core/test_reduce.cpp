@@ -21,10 +21,14 @@ constexpr ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, Reduc
 template <typename T>
 T expected_value(T a, T b, ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return static_cast<T>(a + b);
-    case ReduceOp::Prod: return static_cast<T>(a * b);
-    case ReduceOp::Max: return a > b ? a : b;
-    default: return a < b ? a : b;
+    case ReduceOp::Sum:
+      return static_cast<T>(a + b);
+    case ReduceOp::Prod:
+      return static_cast<T>(a * b);
+    case ReduceOp::Max:
+      return a > b ? a : b;
+    default:
+      return a < b ? a : b;
   }
 }
 
@@ -39,7 +43,8 @@ void check_native(DataType dtype) {
   for (ReduceOp op : kOps) {
     reduce_into(out.data(), a.data(), b.data(), n, dtype, op);
     for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(out[i], expected_value(a[i], b[i], op)) << to_string(dtype) << " " << to_string(op) << " at " << i;
+      ASSERT_EQ(out[i], expected_value(a[i], b[i], op))
+          << to_string(dtype) << " " << to_string(op) << " at " << i;
     }
     std::vector<T> inplace = a;
     reduce_inplace(inplace.data(), b.data(), n, dtype, op);

@@ -198,7 +198,8 @@ TEST(ReduceSimd, HalfConversionsMatchGeneric) {
   std::mt19937_64 rng(0xc0417u);
   for (int i = 0; i < 20000; ++i) floats.push_back(static_cast<std::uint32_t>(rng()));
   for (std::uint32_t h = 0; h < 65536; h += 1) {
-    const std::uint32_t f16 = std::bit_cast<std::uint32_t>(half_to_float(static_cast<std::uint16_t>(h)));
+    const std::uint32_t f16 =
+        std::bit_cast<std::uint32_t>(half_to_float(static_cast<std::uint16_t>(h)));
     const std::uint32_t bf16 = h << 16;
     for (std::uint32_t base : {f16, bf16}) {
       for (std::uint32_t delta : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x7fffu, 0x8000u, 0x8001u}) {
@@ -223,15 +224,16 @@ TEST(ReduceSimd, HalfConversionsMatchGeneric) {
       std::vector<float> want_wide(halves.size()), got_wide(halves.size() + 4);
       ASSERT_TRUE(convert_half_generic(halves.data(), half, want_wide.data(), DataType::Float32,
                                        halves.size()));
-      ASSERT_TRUE(kernel(halves.data(), half, got_wide.data() + 1, DataType::Float32, halves.size()));
+      ASSERT_TRUE(
+          kernel(halves.data(), half, got_wide.data() + 1, DataType::Float32, halves.size()));
       ASSERT_EQ(same(DataType::Float32, want_wide.data(), got_wide.data() + 1, halves.size()),
                 halves.size())
           << to_string(isa) << " " << to_string(half) << " widening";
       std::vector<std::uint16_t> want_narrow(floats.size()), got_narrow(floats.size() + 4);
       ASSERT_TRUE(convert_half_generic(floats.data(), DataType::Float32, want_narrow.data(), half,
                                        floats.size()));
-      ASSERT_TRUE(kernel(floats.data(), DataType::Float32, got_narrow.data() + 3, half,
-                         floats.size()));
+      ASSERT_TRUE(
+          kernel(floats.data(), DataType::Float32, got_narrow.data() + 3, half, floats.size()));
       const std::size_t bad = same(half, want_narrow.data(), got_narrow.data() + 3, floats.size());
       ASSERT_EQ(bad, floats.size()) << to_string(isa) << " " << to_string(half) << " narrowing "
                                     << std::hex << (bad < floats.size() ? floats[bad] : 0u);

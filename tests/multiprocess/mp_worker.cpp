@@ -41,7 +41,8 @@ int check_collectives(Communicator& c) {
       const std::size_t count = 1031;
       auto buf = make_input(c.rank(), count, t, op);
       c.all_reduce(buf.data(), buf.data(), count, t, op);
-      for (std::size_t i = 0; i < count; ++i) wrong += element(buf, i, t) != expected_reduction(n, i, t, op);
+      for (std::size_t i = 0; i < count; ++i)
+        wrong += element(buf, i, t) != expected_reduction(n, i, t, op);
     }
   }
   std::vector<std::int64_t> mine(5, c.rank()), all(5 * n), scattered(5);
@@ -80,10 +81,14 @@ int check_collectives(Communicator& c) {
 Request start_collective(Communicator& c, int it, std::vector<float>& a, std::vector<float>& b) {
   const std::size_t count = a.size() / c.size();
   switch (it % 4) {
-    case 0: return c.iall_reduce(a.data(), a.data(), a.size(), DataType::Float32, ReduceOp::Sum);
-    case 1: return c.ibroadcast(a.data(), a.data(), a.size(), DataType::Float32, it % c.size());
-    case 2: return c.iall_gather(a.data(), b.data(), count, DataType::Float32);
-    default: return c.iall_to_all(a.data(), b.data(), count, DataType::Float32);
+    case 0:
+      return c.iall_reduce(a.data(), a.data(), a.size(), DataType::Float32, ReduceOp::Sum);
+    case 1:
+      return c.ibroadcast(a.data(), a.data(), a.size(), DataType::Float32, it % c.size());
+    case 2:
+      return c.iall_gather(a.data(), b.data(), count, DataType::Float32);
+    default:
+      return c.iall_to_all(a.data(), b.data(), count, DataType::Float32);
   }
 }
 
@@ -105,8 +110,8 @@ int kill_scenario(Communicator& c) {
       long long detected = monotonic_ns(), killed = 0;
       std::ifstream(kill_file) >> killed;
       double ms = killed ? (detected - killed) / 1e6 : -1;
-      std::printf("rank %d: %s after %.1f ms: %s\n", c.rank(), std::string(to_string(e.status())).c_str(),
-                  ms, e.what());
+      std::printf("rank %d: %s after %.1f ms: %s\n", c.rank(),
+                  std::string(to_string(e.status())).c_str(), ms, e.what());
       return e.status() == Status::RemoteError && killed && ms < 2000 ? 0 : 3;
     }
   }

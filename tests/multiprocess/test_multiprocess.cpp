@@ -29,16 +29,18 @@ TEST_P(ChorusrunJob, EveryCollectiveIsRight) {
   test::ProcessOptions options;
   options.env = {"CHORUS_TRANSPORT=" + transport, "CHORUS_TIMEOUT=60"};
   options.timeout = 90s;
-  test::ProcessResult result =
-      test::run_process({CHORUSRUN_PATH, "-n", std::to_string(n), MP_WORKER_PATH, "collectives"}, options);
+  test::ProcessResult result = test::run_process(
+      {CHORUSRUN_PATH, "-n", std::to_string(n), MP_WORKER_PATH, "collectives"}, options);
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("0 wrong"), std::string::npos) << result.out << result.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ChorusrunJob,
-                         ::testing::Combine(::testing::Values("auto", "tcp"), ::testing::Values(1, 2, 3, 5)),
+                         ::testing::Combine(::testing::Values("auto", "tcp"),
+                                            ::testing::Values(1, 2, 3, 5)),
                          [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+                           return std::get<0>(info.param) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
 /// Starts one worker process with the launcher variables of `rank`.
@@ -49,7 +51,8 @@ pid_t spawn_rank(int rank, int n, const std::vector<std::string>& extra_env) {
   env.push_back("WORLD_SIZE=" + std::to_string(n));
   env.push_back("LOCAL_RANK=" + std::to_string(rank));
   env.insert(env.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> envp, argv = {const_cast<char*>(MP_WORKER_PATH), const_cast<char*>("kill"), nullptr};
+  std::vector<char*> envp,
+      argv = {const_cast<char*>(MP_WORKER_PATH), const_cast<char*>("kill"), nullptr};
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
   pid_t pid = fork();
@@ -62,13 +65,15 @@ pid_t spawn_rank(int rank, int n, const std::vector<std::string>& extra_env) {
 
 /// Reaps every child as soon as it exits (as a launcher would), until `deadline`;
 /// SIGKILLs the ones still running then. Returns the wait statuses (-1: killed at the deadline).
-std::vector<int> reap_all(const std::vector<pid_t>& pids, std::chrono::steady_clock::time_point deadline) {
+std::vector<int> reap_all(const std::vector<pid_t>& pids,
+                          std::chrono::steady_clock::time_point deadline) {
   std::vector<int> statuses(pids.size(), -1);
   std::vector<bool> done(pids.size(), false);
   std::size_t remaining = pids.size();
   while (remaining > 0) {
     for (std::size_t i = 0; i < pids.size(); ++i) {
-      if (!done[i] && waitpid(pids[i], &statuses[i], WNOHANG) == pids[i]) done[i] = true, --remaining;
+      if (!done[i] && waitpid(pids[i], &statuses[i], WNOHANG) == pids[i])
+        done[i] = true, --remaining;
     }
     if (remaining > 0 && std::chrono::steady_clock::now() > deadline) {
       for (std::size_t i = 0; i < pids.size(); ++i) {
@@ -89,20 +94,23 @@ TEST_P(KilledRank, SurvivorsSeeRemoteErrorWithinTwoSeconds) {
     StoreServer server("127.0.0.1", 0, "kill-test-secret");
     test::TempDir dir;
     const int victim = (trial * 2 + 1) % n;
-    std::vector<std::string> env = {
-        "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(server.port()),
-        "CHORUS_STORE_EXTERNAL=1", "CHORUS_AUTH_TOKEN=kill-test-secret",
-        "CHORUS_TRANSPORT=" + transport, "CHORUS_TIMEOUT=20",
-        "CHORUS_TEST_VICTIM=" + std::to_string(victim),
-        "CHORUS_TEST_KILL_AFTER=" + std::to_string(3 + trial * 2),
-        "CHORUS_TEST_KILL_FILE=" + dir.path() + "/killed"};
+    std::vector<std::string> env = {"MASTER_ADDR=127.0.0.1",
+                                    "MASTER_PORT=" + std::to_string(server.port()),
+                                    "CHORUS_STORE_EXTERNAL=1",
+                                    "CHORUS_AUTH_TOKEN=kill-test-secret",
+                                    "CHORUS_TRANSPORT=" + transport,
+                                    "CHORUS_TIMEOUT=20",
+                                    "CHORUS_TEST_VICTIM=" + std::to_string(victim),
+                                    "CHORUS_TEST_KILL_AFTER=" + std::to_string(3 + trial * 2),
+                                    "CHORUS_TEST_KILL_FILE=" + dir.path() + "/killed"};
     std::vector<pid_t> pids;
     for (int r = 0; r < n; ++r) pids.push_back(spawn_rank(r, n, env));
     std::vector<int> statuses = reap_all(pids, std::chrono::steady_clock::now() + 40s);
     for (int r = 0; r < n; ++r) {
       int status = statuses[r];
       if (r == victim) {
-        EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "victim status " << status;
+        EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+            << "victim status " << status;
       } else {
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
             << "rank " << r << " of " << n << " (victim " << victim << ") status " << status;
@@ -112,9 +120,11 @@ TEST_P(KilledRank, SurvivorsSeeRemoteErrorWithinTwoSeconds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, KilledRank,
-                         ::testing::Combine(::testing::Values("auto", "tcp"), ::testing::Values(2, 3, 5)),
+                         ::testing::Combine(::testing::Values("auto", "tcp"),
+                                            ::testing::Values(2, 3, 5)),
                          [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+                           return std::get<0>(info.param) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
 }  // namespace

@@ -79,7 +79,8 @@ inline void run_on_ranks(std::vector<Communicator>& comms,
 class ThreadJob {
  public:
   explicit ThreadJob(int n, ThreadRanksOptions options = {})
-      : server_("127.0.0.1", 0, "thread-ranks-secret"), comms_(connect_thread_ranks(n, options, server_)) {}
+      : server_("127.0.0.1", 0, "thread-ranks-secret"),
+        comms_(connect_thread_ranks(n, options, server_)) {}
   bool ok() const { return !comms_.empty(); }
   void run(const std::function<void(Communicator&)>& body) { run_on_ranks(comms_, body); }
   std::vector<Communicator>& comms() { return comms_; }

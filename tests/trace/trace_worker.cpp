@@ -9,8 +9,8 @@
 // do within the launcher's grace period, after which it sends SIGKILL).
 #include <chorus/communicator.hpp>
 
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>

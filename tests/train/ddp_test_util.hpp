@@ -99,8 +99,9 @@ inline void run_ranks(int n, const std::function<void(int, chorus::Communicator&
 /// One DDP step of the MLP on rows [first, first + count); returns the local loss. With
 /// `clip` > 0 the gradients are clipped to that global norm, which goes to *norm.
 inline double mlp_step(DistributedDataParallel& ddp, torch::nn::SequentialImpl& model,
-                torch::optim::Optimizer& opt, const Data& d, std::size_t s, std::int64_t first,
-                std::int64_t count, double clip = 0, double* norm = nullptr) {
+                       torch::optim::Optimizer& opt, const Data& d, std::size_t s,
+                       std::int64_t first, std::int64_t count, double clip = 0,
+                       double* norm = nullptr) {
   opt.zero_grad();
   ddp.prepare_for_backward(count);
   auto loss = torch::mse_loss(model.forward(d.x[s].narrow(0, first, count)),

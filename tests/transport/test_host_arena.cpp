@@ -25,8 +25,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::size_t kSmall = 64;        // bytes per round: a lane
-constexpr auto kPause = 200ms;           // long enough to see a rank not advancing
+constexpr std::size_t kSmall = 64;  // bytes per round: a lane
+constexpr auto kPause = 200ms;      // long enough to see a rank not advancing
 
 Deadline soon() { return Clock::now() + 20s; }
 

@@ -23,8 +23,8 @@ struct Options {
   std::vector<std::string> collectives{"allreduce"};  ///< -t name|all
   std::optional<std::string> algorithm;               ///< -a: exported as CHORUS_ALGO
   bool in_place = false;                              ///< -z: also time the in-place form
-  bool shared = false;  ///< --shared: buffers from Communicator::alloc_shared
-  bool help = false;                                  ///< -h
+  bool shared = false;                   ///< --shared: buffers from Communicator::alloc_shared
+  bool help = false;                     ///< -h
   std::optional<std::string> tune_file;  ///< --tune FILE: measure the cost model, write FILE
 };
 

@@ -20,9 +20,9 @@ struct Options {
   /// skip synchronisation (each followed by an untimed barrier), in the same processes; the
   /// summary gives both medians (0 = off).
   std::int64_t alternate_sync = 0;
-  bool shared_buckets = true;  ///< --no-shared-buckets: buckets in ordinary memory
-  bool overlap = true;  ///< --no-overlap: every bucket all-reduced after backward
-  std::string checkpoint;  ///< --checkpoint path: saved at the end (and every N steps)
+  bool shared_buckets = true;         ///< --no-shared-buckets: buckets in ordinary memory
+  bool overlap = true;                ///< --no-overlap: every bucket all-reduced after backward
+  std::string checkpoint;             ///< --checkpoint path: saved at the end (and every N steps)
   std::int64_t checkpoint_every = 0;  ///< --checkpoint-every N (0 = only at the end)
   bool resume = false;                ///< --resume: continue from --checkpoint if it exists
   std::uint64_t seed = 1;             ///< --seed: initial weights and data order

@@ -27,7 +27,7 @@ void allgather_round(HostArena& arena, const CollectiveArgs& args, std::size_t o
   copy_elements(element_at(args.recv, r * args.count + offset, args.dtype), source, c, args.dtype);
   arena.for_each_ready(2 * g, args.deadline, [&](int j) {
     copy_bytes(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
-                bytes);
+               bytes);
   });
 }
 

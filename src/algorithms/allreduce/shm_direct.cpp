@@ -19,8 +19,8 @@
 #include "algorithms/allreduce/shm_direct.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
-#include "core/copy.hpp"
 #include "algorithms/patterns/blocks.hpp"
+#include "core/copy.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -60,15 +60,15 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
   copy_bytes(buffer, input, bytes_of(own.offset, args.dtype));
   const std::size_t after = own.offset + own.count;
   copy_bytes(element_at(buffer, after, args.dtype), element_at(input, after, args.dtype),
-              bytes_of(count - after, args.dtype));
+             bytes_of(count - after, args.dtype));
   arena.post(2 * g);
   arena.wait_all(2 * g, args.deadline);
   std::byte* mine = element_at(buffer, own.offset, args.dtype);
   if (own.count > 0) {
     const int first = (r + 1) % n;
     reduce_into(mine, element_at(input, own.offset, args.dtype),
-                element_at(arena.buffer(first, g), own.offset, args.dtype), own.count,
-                args.dtype, args.op);
+                element_at(arena.buffer(first, g), own.offset, args.dtype), own.count, args.dtype,
+                args.op);
     for (int k = (first + 1) % n; k != r; k = (k + 1) % n) {
       reduce_inplace(mine, element_at(arena.buffer(k, g), own.offset, args.dtype), own.count,
                      args.dtype, args.op);
@@ -81,8 +81,8 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
     if (j != r) arena.wait_for(j, 2 * g + 1, args.deadline);
     const auto slice = patterns::block_of(count, n, j);
     copy_bytes(element_at(args.recv, offset + slice.offset, args.dtype),
-                element_at(arena.buffer(j, g), slice.offset, args.dtype),
-                bytes_of(slice.count, args.dtype));
+               element_at(arena.buffer(j, g), slice.offset, args.dtype),
+               bytes_of(slice.count, args.dtype));
   }
 }
 
@@ -97,10 +97,9 @@ void reduce_through_arena(transport::Transport& transport, const CollectiveArgs&
     return allreduce_one_round(arena, args, keeps_result);
   }
   // Reduce: smaller rounds, so that the root copies one out while the others copy the next in.
-  const std::size_t chunk =
-      args.collective == Collective::Reduce
-          ? arena_pipeline_elements(args.count, args.dtype, arena)
-          : arena.round_bytes() / dtype_size(args.dtype);
+  const std::size_t chunk = args.collective == Collective::Reduce
+                                ? arena_pipeline_elements(args.count, args.dtype, arena)
+                                : arena.round_bytes() / dtype_size(args.dtype);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     allreduce_chunk(arena, args, offset, std::min(chunk, args.count - offset), keeps_result);
   }

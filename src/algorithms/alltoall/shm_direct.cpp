@@ -9,9 +9,9 @@
 //
 // Each byte for a peer is copied twice (in, out), the own block once. The copies
 // stream (stream_copy.hpp) once the call moves kStreamFromBytes in all.
-#include "algorithms/stream_copy.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/stream_copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <algorithm>

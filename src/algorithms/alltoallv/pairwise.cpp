@@ -14,7 +14,6 @@
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 
-
 namespace chorus::algorithms {
 
 void alltoallv_pairwise(transport::Transport& transport, const CollectiveArgs& args) {

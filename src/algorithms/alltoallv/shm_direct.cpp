@@ -28,9 +28,9 @@
 // all, as in all-to-all); copies out of it when what it receives does. Each rank
 // decides alone: the choice changes how its own stores reach memory, not what
 // any peer sees.
-#include "algorithms/stream_copy.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/stream_copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <chorus/error.hpp>

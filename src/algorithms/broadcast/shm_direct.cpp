@@ -30,7 +30,7 @@ void broadcast_shm_direct(transport::Transport& transport, const CollectiveArgs&
     const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(c, args.dtype));
     if (root) {
       copy_bytes(arena.buffer(args.root, g), element_at(args.send, offset, args.dtype),
-                  bytes_of(c, args.dtype));
+                 bytes_of(c, args.dtype));
       arena.post(2 * g);
       copy_elements(element_at(args.recv, offset, args.dtype),
                     element_at(args.send, offset, args.dtype), c, args.dtype, out);

@@ -5,8 +5,8 @@
 // buffer straight into block p, then posts 2g. The others post 2g and wait for the
 // root's flag, because it reads their buffers until then. No rank copies into the
 // arena: each block is copied once, by the root.
-#include "algorithms/catalog.hpp"
 #include "algorithms/cma.hpp"
+#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "transport/shm/host_arena.hpp"
 

@@ -29,7 +29,7 @@ void gather_shm_direct(transport::Transport& transport, const CollectiveArgs& ar
                   args.dtype);
     arena.for_each_ready(2 * g, args.deadline, [&](int j) {
       copy_bytes(element_at(args.recv, j * args.count + offset, args.dtype), arena.buffer(j, g),
-                  bytes_of(c, args.dtype));
+                 bytes_of(c, args.dtype));
     });
   }
 }

@@ -29,8 +29,7 @@ void reduce_scatter_round(HostArena& arena, const CollectiveArgs& args, std::siz
   const std::uint64_t g = arena.begin_round(args.deadline, piece * n);
   std::byte* mine = arena.buffer(r, g);
   for (int j = 0; j < n; ++j) {
-    copy_bytes(mine + piece * j, element_at(args.send, j * args.count + offset, args.dtype),
-                piece);
+    copy_bytes(mine + piece * j, element_at(args.send, j * args.count + offset, args.dtype), piece);
   }
   arena.post(2 * g);
   arena.wait_all(2 * g, args.deadline);

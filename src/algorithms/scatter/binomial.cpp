@@ -32,7 +32,8 @@ void scatter_binomial(transport::Transport& transport, const CollectiveArgs& arg
       static_cast<std::size_t>(patterns::binomial_subtree_size(rank, args.root, n));
   Scratch staged(subtree * args.count, args.dtype);
   if (parent < 0) {
-    rotate_blocks(staged.data(), args.send, args.root, n, args.count, args.dtype);  // rank root first
+    rotate_blocks(staged.data(), args.send, args.root, n, args.count,
+                  args.dtype);  // rank root first
   } else {
     requests.recv(parent, staged.data(), bytes_of(subtree * args.count, args.dtype));
     requests.wait();

@@ -6,8 +6,8 @@
 // because they read its buffer until then. The others leave as soon as they have read:
 // nobody reads their buffers. The copies run on the receiving ranks at once, instead of
 // the root copying every block into the arena first.
-#include "algorithms/catalog.hpp"
 #include "algorithms/cma.hpp"
+#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "transport/shm/host_arena.hpp"
 

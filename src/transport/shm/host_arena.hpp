@@ -206,15 +206,15 @@ class HostArena {
   WaitPolicy wait_policy_;
   WindowTable windows_;
   Fingerprint call_;
-  Clock::time_point next_call_check_{};  ///< begin_call's next full watcher pass
-  std::uint64_t round_ = 0;            ///< last round begun
-  Fingerprint round_calls_[kLanes];    ///< the call of round g is round_calls_[g % kLanes]
-  std::uint64_t call_shape_ = 0;       ///< call_'s root, collective, dtype and op packed
+  Clock::time_point next_call_check_{};      ///< begin_call's next full watcher pass
+  std::uint64_t round_ = 0;                  ///< last round begun
+  Fingerprint round_calls_[kLanes];          ///< the call of round g is round_calls_[g % kLanes]
+  std::uint64_t call_shape_ = 0;             ///< call_'s root, collective, dtype and op packed
   std::uint64_t round_shapes_[kLanes] = {};  ///< call_shape_ of round g at g % kLanes
-  bool small_rounds_[kLanes] = {};     ///< whether round g is in lane g % kLanes
-  bool tiny_rounds_[kLanes] = {};      ///< whether round g is in record line g % kLanes
-  std::vector<std::uint64_t> seen_;     ///< per rank: the highest flag this rank loaded
-  std::vector<std::uint64_t> checked_;  ///< per rank: the last round whose record matched
+  bool small_rounds_[kLanes] = {};           ///< whether round g is in lane g % kLanes
+  bool tiny_rounds_[kLanes] = {};            ///< whether round g is in record line g % kLanes
+  std::vector<std::uint64_t> seen_;          ///< per rank: the highest flag this rank loaded
+  std::vector<std::uint64_t> checked_;       ///< per rank: the last round whose record matched
 };
 
 // Inline: every round of every arena call runs these.
