@@ -1,6 +1,19 @@
 """busbw-vs-size charts as hand-written SVG (standard library only): log-log axes,
-one colour per peer, one dash pattern per rank count."""
+one colour per peer, one dash pattern per rank count.
+
+Charts are not committed: they are drawn from the markdown reports in bench/results,
+
+    python3 bench/charts.py bench/results/<stamp>.md [more reports] [--out DIR]
+
+which writes DIR/<stamp>-<collective>.svg (default DIR: build/charts; a PNG beside each when
+rsvg-convert from librsvg2-bin is installed)."""
+import argparse
 import math
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
 
 import runners
 
@@ -26,7 +39,8 @@ def series(coll, ranks, peers, data):
     out = []
     for n in ranks:
         for peer in peers:
-            pts = [(s, runners.busbw(coll, n, s, t)) for s, t in sorted(data[(coll, n, peer)].items())]
+            times = sorted(data.get((coll, n, peer), {}).items())
+            pts = [(s, runners.busbw(coll, n, s, t)) for s, t in times]
             pts = [(s, b) for s, b in pts if s > 0 and b and b > 0]
             if pts:
                 out.append((peer, n, pts))
@@ -87,3 +101,79 @@ def busbw_chart(coll, ranks, peers, data):
         svg.append(f'<text x="{lx + 36}" y="{ly + 4}">{peer}, {n} ranks</text>')
     svg.append("</svg>")
     return "\n".join(svg) + "\n"
+
+
+SECTION = re.compile(r"^### (\w+), (\d+) ranks?$")
+TIME_COLUMN = re.compile(r"^(\w+) time \(us\)$")
+
+
+def cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def read_report(text):
+    """The tables of a compare.py report: (ranks, peers, data) with
+    data[(coll, n, peer)] = {size: seconds}, in the order the report shows them."""
+    ranks, peers, data = [], [], {}
+    section, columns = None, None
+    for line in text.splitlines():
+        match = SECTION.match(line.strip())
+        if match:
+            section, columns = (match.group(1), int(match.group(2))), None
+            if section[1] not in ranks:
+                ranks.append(section[1])
+            continue
+        if section is None or not line.startswith("|"):
+            continue
+        row = cells(line)
+        if columns is None:
+            columns = {i: m.group(1) for i, c in enumerate(row) if (m := TIME_COLUMN.match(c))}
+            for peer in columns.values():
+                if peer not in peers:
+                    peers.append(peer)
+            continue
+        if not row[0].isdigit():
+            continue  # the alignment row
+        for i, peer in columns.items():
+            by_size = data.setdefault((section[0], section[1], peer), {})
+            try:
+                by_size[int(row[0])] = float(row[i]) * 1e-6
+            except ValueError:
+                pass  # a cell the peer did not run ("-")
+    return ranks, peers, data
+
+
+def write_charts(report, out):
+    """Draws one chart per collective of the report `report` into `out`; returns the paths."""
+    ranks, peers, data = read_report(pathlib.Path(report).read_text())
+    collectives = list(dict.fromkeys(coll for coll, _, _ in data))
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for coll in collectives:
+        svg = out / f"{pathlib.Path(report).stem}-{coll}.svg"
+        svg.write_text(busbw_chart(coll, ranks, peers, data))
+        written.append(svg)
+        if shutil.which("rsvg-convert"):
+            subprocess.run(["rsvg-convert", str(svg), "-o", str(svg.with_suffix(".png"))],
+                           check=False)
+    return written
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description="Draw the busbw charts of compare.py reports.")
+    p.add_argument("reports", nargs="+", help="bench/results/<stamp>.md files")
+    p.add_argument("--out", default="build/charts", help="directory for the charts")
+    a = p.parse_args(argv)
+    for report in a.reports:
+        written = write_charts(report, a.out)
+        if not written:
+            print(f"{report}: no compare.py tables found", file=sys.stderr)
+            return 1
+        for path in written:
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

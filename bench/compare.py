@@ -15,8 +15,6 @@ import json
 import os
 import pathlib
 import platform
-import shutil
-import subprocess
 import sys
 
 import charts
@@ -62,6 +60,9 @@ def parse_args(argv):
     p.add_argument("--peer-build", default=str(ROOT / "build-bench" / "peers"),
                    help="where the peer benchmarks are compiled (default build-bench/peers)")
     p.add_argument("--out", default=str(BENCH / "results"), help="results directory")
+    p.add_argument("--charts", default=str(ROOT / "build" / "charts"),
+                   help="where the busbw charts are drawn (default build/charts; '' for none); "
+                        "they are not results: bench/charts.py redraws them from a report")
     p.add_argument("--json", default=None,
                    help="also write every median cell as JSON here (input of bench/targets.py)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
@@ -221,7 +222,6 @@ def main(argv):
     samples, algorithms, failures = collect(a, peers)
     out_lines = header(a, argv, peers, load_before)
     peer_names = [p.name for p in peers]
-    chart_data = {}
     for coll in a.collectives:
         for n in a.ranks:
             medians = {p: {s: median(v) for s, v in samples.get((coll, n, p), {}).items()}
@@ -229,8 +229,6 @@ def main(argv):
             text = table(coll, n, medians, peer_names, algorithms)
             print(text + "\n", flush=True)
             out_lines += [text, ""]
-            for p in peer_names:
-                chart_data[(coll, n, p)] = medians[p]
     if failures:
         out_lines += ["## Failed runs", ""] + [f"- {f}" for f in failures] + [""]
         print("\n".join(["# failed runs:"] + failures), file=sys.stderr)
@@ -238,16 +236,14 @@ def main(argv):
     out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S")
     report = out / f"{stamp}.md"
-    for coll in a.collectives:
-        svg = out / f"{stamp}-{coll}.svg"
-        svg.write_text(charts.busbw_chart(coll, a.ranks, peer_names, chart_data))
-        out_lines.append(f"![{coll}]({svg.name})")
-        if shutil.which("rsvg-convert"):  # a PNG too when librsvg2-bin is installed
-            subprocess.run(["rsvg-convert", str(svg), "-o", str(svg.with_suffix(".png"))])
-    report.write_text("\n".join(out_lines) + "\n")
+    shown = report.relative_to(ROOT) if report.is_relative_to(ROOT) else report
+    report.write_text("\n".join(out_lines + [
+        f"Charts: `python3 bench/charts.py {shown}` (busbw against size, drawn from these tables)."
+    ]) + "\n")
     if a.json:
         write_json(a, pathlib.Path(a.json), samples, algorithms, report)
-    print(f"# wrote {report} and {len(a.collectives)} charts", file=sys.stderr)
+    charts_written = charts.write_charts(report, a.charts) if a.charts else []
+    print(f"# wrote {report} and {len(charts_written)} charts in {a.charts}", file=sys.stderr)
     return 1 if failures else 0
 
 

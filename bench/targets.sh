@@ -12,7 +12,7 @@
 #   tcp    CHORUS_TRANSPORT=tcp against Gloo, 1..64 MiB
 #   eight  8 ranks on the 2 cores against Open MPI, 16 B..16 MiB, 200 iterations; its
 #          16 B..4 KiB cells again with 5000 (eight-tiny), which replace them
-# Output: bench/results/<stamp>-targets.md (+ the compare reports and charts it names).
+# Output: bench/results/<stamp>-targets.md (+ the compare reports it names).
 # Run it on a quiet machine: anything else running shows up in the numbers.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
