@@ -14,7 +14,9 @@
 #include "core/collective.hpp"
 #include "core/topology.hpp"
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -69,13 +71,44 @@ double modelled_cost(std::string_view name, Collective collective, std::size_t b
 std::size_t modelled_chunk_bytes(std::string_view name, Collective collective, std::size_t bytes,
                                  const Machine& machine, const CostParameters& parameters);
 
-/// Tuning file: '#' comments and lines "key value" with keys shm.alpha_us,
-/// shm.beta_ns_per_byte, tcp.alpha_us, tcp.beta_ns_per_byte, arena.alpha_us,
-/// arena.beta_ns_per_byte, gamma_ns_per_byte. Keys left out keep the defaults.
-void write_tuning(std::ostream& out, const CostParameters& parameters);
+/// The keys of a tuning file, in the order write_tuning writes them.
+enum class TuningKey : std::uint8_t {
+  ShmAlpha,
+  ShmBeta,
+  TcpAlpha,
+  TcpBeta,
+  ArenaAlpha,
+  ArenaBeta,
+  Gamma
+};
+inline constexpr int kNumTuningKeys = 7;
+/// "shm.alpha_us", "shm.beta_ns_per_byte", ..., "gamma_ns_per_byte".
+std::string_view to_string(TuningKey key);
+
+/// Where a tuning value came from. Measured: by chorus-perf --tune. Assumed: written without
+/// measuring (the built-in default, or a value kept from an earlier file). Unmarked: read from
+/// a line that says neither (files written before the marks). Default: the file has no line
+/// for it, so the built-in default applies.
+enum class TuningMark : std::uint8_t { Default, Unmarked, Assumed, Measured };
+std::string_view to_string(TuningMark mark);
+
+/// The parameters a tuning file gives, and where each came from (indexed by TuningKey).
+struct Tuning {
+  CostParameters parameters = CostParameters::defaults();
+  std::array<TuningMark, kNumTuningKeys> marks{};
+  TuningMark& mark(TuningKey key) { return marks[static_cast<std::size_t>(key)]; }
+  TuningMark mark(TuningKey key) const { return marks[static_cast<std::size_t>(key)]; }
+};
+
+/// Tuning file: '#' comments and lines "key value # mark" with the TuningKey names; the
+/// trailing comment "# measured ..." or "# assumed ..." is the mark (any other comment, or
+/// none, reads as Unmarked, so files written before the marks still read). Keys left out
+/// keep the defaults. write_tuning writes every key, marked measured or assumed.
+void write_tuning(std::ostream& out, const Tuning& tuning);
 /// Throws Error(InvalidArgument) naming the line for an unknown key or a bad value.
-CostParameters read_tuning(std::istream& in, std::string_view source);
-/// read_tuning of the file at `path`; defaults() for an empty path.
+Tuning read_tuning(std::istream& in, std::string_view source);
+/// The parameters of the file at `path`; defaults() for an empty path. The first time a
+/// path is read in the process, logs at INFO what the file set and how each was marked.
 CostParameters load_tuning_file(const std::string& path);
 
 }  // namespace chorus::algorithms

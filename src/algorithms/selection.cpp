@@ -5,6 +5,9 @@
 
 #include <chorus/error.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace chorus::algorithms {
@@ -51,6 +54,18 @@ AlgorithmOverride parse_entry(std::string_view entry) {
                        parsed.name + "' (it has: " + names_of(collective) + ")");
   parsed.collective = collective;
   return parsed;
+}
+
+/// "95.3 us", "1.25 ms", or "infinite" (the model rules the algorithm out, or does not know it).
+std::string modelled_time_text(double seconds) {
+  if (!std::isfinite(seconds)) return "infinite";
+  char text[32];
+  if (seconds < 1e-3) {
+    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  }
+  return text;
 }
 
 }  // namespace
@@ -151,6 +166,33 @@ const Selection& SelectionCache::select(const CollectiveArgs& args, const Select
     entry.shared_windows = args.shared_windows;
   }
   return entry.choice;
+}
+
+std::string explain_selection(const CollectiveArgs& args, const SelectionContext& context,
+                              const std::vector<AlgorithmOverride>& overrides) {
+  std::vector<Selection> modelled;
+  std::string declined;
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective != args.collective) continue;
+    if (algorithm_accepts(algorithm, args, context.machine.nranks)) {
+      modelled.push_back(evaluate(algorithm, args, context));
+    } else {
+      declined += (declined.empty() ? "" : ", ") + std::string(algorithm.name);
+    }
+  }
+  std::stable_sort(modelled.begin(), modelled.end(), [](const Selection& a, const Selection& b) {
+    return a.modelled_seconds < b.modelled_seconds;
+  });
+  std::string text;
+  const std::string_view requested = requested_algorithm(overrides, args.collective);
+  if (!requested.empty()) text = "CHORUS_ALGO asks for " + std::string(requested) + "; ";
+  text += "modelled:";
+  for (const Selection& s : modelled) {
+    text += (&s == modelled.data() ? " " : ", ") + std::string(s.algorithm->name) + " " +
+            modelled_time_text(s.modelled_seconds);
+  }
+  if (!declined.empty()) text += "; declined by " + declined;
+  return text;
 }
 
 const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks) {

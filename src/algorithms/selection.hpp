@@ -81,6 +81,13 @@ Selection default_selection(const CollectiveArgs& args, const SelectionContext& 
 Selection select(const CollectiveArgs& args, const SelectionContext& context,
                  const std::vector<AlgorithmOverride>& overrides);
 
+/// Why select() chooses what it does, for the INFO log: the modelled time of every algorithm
+/// of args.collective that accepts the case, fastest first, the ones that decline it, and
+/// the CHORUS_ALGO entry that applies, e.g. "CHORUS_ALGO asks for ring; modelled: ring 95.3
+/// us, recursive_doubling 402 us; declined by hierarchical".
+std::string explain_selection(const CollectiveArgs& args, const SelectionContext& context,
+                              const std::vector<AlgorithmOverride>& overrides);
+
 /// default_selection(args, single_host_context(nranks)).algorithm.
 const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks);
 

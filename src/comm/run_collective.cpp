@@ -13,7 +13,8 @@
 namespace chorus::detail {
 namespace {
 
-/// Logs (collective, size bucket = bit_width(bytes), algorithm) at INFO the first time it occurs.
+/// Logs (collective, size bucket = bit_width(bytes), algorithm) at INFO the first time it occurs,
+/// with the candidates' modelled times (algorithms::explain_selection).
 void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
                      const algorithms::Selection& choice) {
   if (!log_enabled(LogLevel::Info)) return;
@@ -22,9 +23,11 @@ void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
   auto key = std::tuple(static_cast<int>(args.collective), bucket, choice.algorithm->name);
   if (!comm.logged_choices.insert(key).second) return;
   std::string chunk = choice.chunk_bytes ? ", chunk " + std::to_string(choice.chunk_bytes) : "";
-  log(LogLevel::Info, std::string(to_string(args.collective)) + " of " + std::to_string(bytes) +
-                          " bytes (bucket < " + std::to_string(std::uint64_t{1} << bucket) +
-                          ") uses algorithm " + std::string(choice.algorithm->name) + chunk);
+  log(LogLevel::Info,
+      std::string(to_string(args.collective)) + " of " + std::to_string(bytes) +
+          " bytes (bucket < " + std::to_string(std::uint64_t{1} << bucket) + ") uses algorithm " +
+          std::string(choice.algorithm->name) + chunk + " (" +
+          algorithms::explain_selection(args, comm.selection, comm.algorithm_overrides) + ")");
 }
 
 algorithms::Selection select(CommState& comm, const algorithms::CollectiveArgs& args) {

@@ -51,7 +51,18 @@ void check_root(Collective c, int root, int size) {
   }
 }
 
-void check_all_to_all_v(const algorithms::CollectiveArgs& a, int size) {
+/// What a rank sends itself must be what it receives from itself: only this rank can check
+/// it, so it is checked here, before the call is numbered and queued.
+void check_self_block(const algorithms::CollectiveArgs& a, int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (a.send_counts[r] == a.recv_counts[r]) return;
+  throw Error(Status::InvalidArgument, "alltoallv: rank " + std::to_string(rank) + " sends " +
+                                           std::to_string(a.send_counts[r]) +
+                                           " elements to itself but expects " +
+                                           std::to_string(a.recv_counts[r]));
+}
+
+void check_all_to_all_v(const algorithms::CollectiveArgs& a, int rank, int size) {
   auto n = static_cast<std::size_t>(size);
   if (a.send_counts.size() != n || a.send_displs.size() != n || a.recv_counts.size() != n ||
       a.recv_displs.size() != n || a.send_counts.data() == nullptr ||
@@ -73,6 +84,7 @@ void check_all_to_all_v(const algorithms::CollectiveArgs& a, int size) {
   }
   require_buffer(a.collective, a.send, "sendbuf", send_bytes);
   require_buffer(a.collective, a.recv, "recvbuf", recv_bytes);
+  check_self_block(a, rank);
 }
 
 void check_buffers(const algorithms::CollectiveArgs& a, int rank, int size) {
@@ -124,7 +136,7 @@ void validate_collective(const algorithms::CollectiveArgs& args, int rank, int s
                                              std::to_string(static_cast<int>(args.op)));
   }
   if (has_root(c)) check_root(c, args.root, size);
-  if (c == Collective::AllToAllV) return check_all_to_all_v(args, size);
+  if (c == Collective::AllToAllV) return check_all_to_all_v(args, rank, size);
   check_buffers(args, rank, size);
 }
 

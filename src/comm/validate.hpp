@@ -8,7 +8,8 @@ namespace chorus::detail {
 
 /// Throws Error(InvalidArgument, sentence) for an unknown dtype/op, a root out of
 /// range, a NULL buffer the call needs, counts whose byte size overflows, or
-/// all-to-all-v count/displacement arrays that are missing or overflow.
+/// all-to-all-v count/displacement arrays that are missing or overflow, or whose count
+/// this rank sends itself differs from the count it receives from itself.
 void validate_collective(const algorithms::CollectiveArgs& args, int rank, int size);
 
 /// The same for send/recv: `peer` must be another rank of the communicator.

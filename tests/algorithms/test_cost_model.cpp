@@ -1,17 +1,25 @@
 // The cost model and the model-driven selection: tiny messages go to the
 // latency-optimal algorithms, large ones to the bandwidth-optimal ones,
 // shm_direct wins whenever it is accepted, hierarchical across hosts; the
-// tuning file round-trips; CHORUS_ALGO beats the model.
+// tuning file round-trips with its measured/assumed marks and logs what it set; the INFO
+// explanation of a choice names every candidate's modelled time; CHORUS_ALGO beats the model.
 #include "algorithms/cost_model.hpp"
 #include "algorithms/selection.hpp"
+#include "core/log.hpp"
 
 #include <chorus/error.hpp>
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace chorus::algorithms {
 namespace {
@@ -143,23 +151,25 @@ TEST(CostModel, PipelineChunkGrowsWithTheMessage) {
 }
 
 TEST(TuningFile, RoundTripsAndRejectsGarbage) {
-  CostParameters tuned;
-  tuned.shm = {1.5e-6, 0.125e-9};
-  tuned.tcp = {25e-6, 0.75e-9};
-  tuned.arena = {0.5e-6, 0.0625e-9};
-  tuned.gamma = 0.3e-9;
+  Tuning tuned;
+  tuned.parameters.shm = {1.5e-6, 0.125e-9};
+  tuned.parameters.tcp = {25e-6, 0.75e-9};
+  tuned.parameters.arena = {0.5e-6, 0.0625e-9};
+  tuned.parameters.gamma = 0.3e-9;
   std::stringstream file;
   write_tuning(file, tuned);
-  CostParameters back = read_tuning(file, "test");
-  EXPECT_NEAR(back.shm.alpha, tuned.shm.alpha, 1e-18);
-  EXPECT_NEAR(back.tcp.beta, tuned.tcp.beta, 1e-21);
-  EXPECT_NEAR(back.arena.beta, tuned.arena.beta, 1e-21);
-  EXPECT_NEAR(back.gamma, tuned.gamma, 1e-21);
+  CostParameters back = read_tuning(file, "test").parameters;
+  EXPECT_NEAR(back.shm.alpha, tuned.parameters.shm.alpha, 1e-18);
+  EXPECT_NEAR(back.tcp.beta, tuned.parameters.tcp.beta, 1e-21);
+  EXPECT_NEAR(back.arena.beta, tuned.parameters.arena.beta, 1e-21);
+  EXPECT_NEAR(back.gamma, tuned.parameters.gamma, 1e-21);
 
   std::stringstream partial("# only one\n  tcp.alpha_us 99  # comment\n\n");
-  CostParameters some = read_tuning(partial, "partial");
-  EXPECT_DOUBLE_EQ(some.tcp.alpha, 99e-6);
-  EXPECT_EQ(some.shm, CostParameters::defaults().shm);
+  Tuning some = read_tuning(partial, "partial");
+  EXPECT_DOUBLE_EQ(some.parameters.tcp.alpha, 99e-6);
+  EXPECT_EQ(some.parameters.shm, CostParameters::defaults().shm);
+  EXPECT_EQ(some.mark(TuningKey::TcpAlpha), TuningMark::Unmarked);
+  EXPECT_EQ(some.mark(TuningKey::ShmAlpha), TuningMark::Default);
 
   for (const char* bad : {"shm.alpha 3\n", "tcp.alpha_us\n", "tcp.alpha_us x\n",
                           "tcp.alpha_us 3 4\n", "gamma_ns_per_byte -1\n"}) {
@@ -168,6 +178,115 @@ TEST(TuningFile, RoundTripsAndRejectsGarbage) {
   }
   EXPECT_THROW(load_tuning_file("/nonexistent/chorus-tuning"), Error);
   EXPECT_EQ(load_tuning_file(""), CostParameters::defaults());
+}
+
+// Every written value says whether it was measured; reading the file back gives the marks.
+TEST(TuningFile, MarksWhatWasMeasuredAndWhatWasAssumed) {
+  Tuning tuned;
+  tuned.parameters.shm = {2.5e-6, 0.5e-9};
+  tuned.mark(TuningKey::ShmAlpha) = tuned.mark(TuningKey::ShmBeta) = TuningMark::Measured;
+  tuned.mark(TuningKey::Gamma) = TuningMark::Measured;
+  tuned.mark(TuningKey::ArenaAlpha) = TuningMark::Unmarked;  // kept from an older file
+  std::stringstream file;
+  write_tuning(file, tuned);
+  const std::string text = file.str();
+  EXPECT_NE(text.find("shm.alpha_us 2.5  # measured\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tcp.alpha_us 160  # assumed (the built-in default, not measured here)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("arena.alpha_us 38  # assumed (kept from a file that did not say"),
+            std::string::npos)
+      << text;
+  Tuning back = read_tuning(file, "marked");
+  for (int k = 0; k < kNumTuningKeys; ++k) {
+    const auto key = static_cast<TuningKey>(k);
+    const TuningMark expected =
+        tuned.mark(key) == TuningMark::Measured ? TuningMark::Measured : TuningMark::Assumed;
+    EXPECT_EQ(back.mark(key), expected) << to_string(key);
+  }
+  EXPECT_NEAR(back.parameters.shm.alpha, 2.5e-6, 1e-18);
+  EXPECT_NEAR(back.parameters.tcp.alpha, 160e-6, 1e-18);
+
+  // A file written before the marks reads as before, every line unmarked.
+  std::stringstream old(
+      "# chorus cost-model tuning (chorus-perf --tune); read via CHORUS_TUNING_FILE\n"
+      "shm.alpha_us 3\ntcp.alpha_us 160\ngamma_ns_per_byte 0.5\n");
+  Tuning read_old = read_tuning(old, "old");
+  EXPECT_DOUBLE_EQ(read_old.parameters.shm.alpha, 3e-6);
+  EXPECT_DOUBLE_EQ(read_old.parameters.gamma, 0.5e-9);
+  EXPECT_EQ(read_old.mark(TuningKey::TcpAlpha), TuningMark::Unmarked);
+  EXPECT_EQ(read_old.mark(TuningKey::ArenaBeta), TuningMark::Default);
+}
+
+// The first read of a file logs, at INFO, what it set and each value's mark; later reads do not.
+TEST(TuningFile, LoadingLogsWhatTheFileSetOnce) {
+  char path[] = "/tmp/chorus-tuning-test-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  {
+    std::ofstream out(path);
+    out << "shm.alpha_us 7  # measured\ntcp.alpha_us 90  # assumed\ngamma_ns_per_byte 0.25\n";
+  }
+  set_log_level(LogLevel::Info);
+  ::testing::internal::CaptureStderr();
+  CostParameters first = load_tuning_file(path);
+  CostParameters second = load_tuning_file(path);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  set_log_level(LogLevel::Warn);
+  std::remove(path);
+  EXPECT_EQ(first, second);
+  EXPECT_DOUBLE_EQ(first.shm.alpha, 7e-6);
+  const std::string line = std::string("CHORUS_TUNING_FILE ") + path +
+                           " read: shm.alpha_us 7 (measured), tcp.alpha_us 90 (assumed), "
+                           "gamma_ns_per_byte 0.25 (unmarked); built-in defaults for "
+                           "shm.beta_ns_per_byte, tcp.beta_ns_per_byte, arena.alpha_us, "
+                           "arena.beta_ns_per_byte\n";
+  EXPECT_NE(log.find("INFO " + line), std::string::npos) << log;
+  EXPECT_EQ(log.find(line), log.rfind(line)) << "logged twice: " << log;
+}
+
+// The INFO explanation of a choice: the override, every candidate's modelled time (fastest
+// first, so the model's choice leads) and the algorithms that declined.
+TEST(Explanation, NamesTheCandidatesWithTheirModelledTimes) {
+  SelectionContext context = single_host_context(6);
+  CollectiveArgs tiny = call(Collective::AllReduce, 8);
+  const std::string text = explain_selection(tiny, context, {});
+  std::vector<Selection> accepted;
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective != Collective::AllReduce) continue;
+    if (algorithm_accepts(algorithm, tiny, 6)) {
+      accepted.push_back(evaluate(algorithm, tiny, context));
+      continue;
+    }
+    const std::size_t declined = text.find("; declined by ");
+    ASSERT_NE(declined, std::string::npos) << text;
+    EXPECT_NE(text.find(std::string(algorithm.name), declined), std::string::npos) << text;
+  }
+  std::stable_sort(accepted.begin(), accepted.end(), [](const Selection& a, const Selection& b) {
+    return a.modelled_seconds < b.modelled_seconds;
+  });
+  ASSERT_GE(accepted.size(), 2u);
+  EXPECT_EQ(accepted[0].algorithm->name, chosen(tiny, context));
+  std::size_t at = 0;
+  for (const Selection& s : accepted) {  // in that order, each with its time
+    char expected[64];
+    if (!std::isfinite(s.modelled_seconds)) {
+      std::snprintf(expected, sizeof expected, "%s infinite", s.algorithm->name.data());
+    } else if (s.modelled_seconds < 1e-3) {
+      std::snprintf(expected, sizeof expected, "%s %.3g us", s.algorithm->name.data(),
+                    s.modelled_seconds * 1e6);
+    } else {
+      std::snprintf(expected, sizeof expected, "%s %.3g ms", s.algorithm->name.data(),
+                    s.modelled_seconds * 1e3);
+    }
+    const std::size_t found = text.find(expected, at);
+    EXPECT_NE(found, std::string::npos) << expected << " after " << at << " in " << text;
+    at = found == std::string::npos ? at : found;
+  }
+  EXPECT_EQ(text.rfind("modelled: " + chosen(tiny, context) + " ", 0), 0u) << text;
+  const std::string forced = explain_selection(tiny, context, parse_algorithm_override("ring"));
+  EXPECT_EQ(forced, "CHORUS_ALGO asks for ring; " + text);
 }
 
 TEST(TuningFile, ChangesTheChoice) {

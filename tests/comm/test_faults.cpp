@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -220,6 +223,72 @@ TEST_P(Faults, BadArgumentsAreRejectedBeforeAnythingIsSent) {
     int v = comm.rank() + 1;
     comm.all_reduce(&v, &v, 1, DataType::Int32, ReduceOp::Sum);
     EXPECT_EQ(v, 3);
+  });
+}
+
+/// One bad call of every kind that can be found locally, on rank 0 of 3 (rank 0 is the root of
+/// the rooted ones). Each must fail with InvalidArgument before it is queued or numbered.
+std::vector<std::function<void()>> bad_calls_of_rank_0(Communicator& c, std::vector<float>& buf) {
+  float* x = buf.data();
+  const DataType f32 = DataType::Float32;
+  // All-to-all-v: the counts to and from the others are fine, but rank 0 sends itself 1
+  // element and expects 2 (a check only rank 0 can make).
+  static const std::size_t ones[3] = {1, 1, 1}, twos[3] = {2, 1, 1}, displs[3] = {0, 2, 4};
+  std::span<const std::size_t> send_counts(ones), recv_counts(twos), offsets(displs);
+  return {
+      [=, &c] { c.all_to_all_v(x, send_counts, offsets, x + 8, recv_counts, offsets, f32); },
+      [=, &c] {
+        c.iall_to_all_v(x, send_counts, offsets, x + 8, recv_counts, offsets, f32).wait();
+      },
+      [=, &c] { c.all_reduce(nullptr, x, 1, f32, ReduceOp::Sum); },
+      [=, &c] { c.iall_reduce(x, x, 1, f32, static_cast<ReduceOp>(9)).wait(); },
+      [=, &c] { c.broadcast(x, x, 1, f32, 3); },
+      [=, &c] { c.ireduce(x, x, 1, static_cast<DataType>(42), ReduceOp::Sum, 0).wait(); },
+      [=, &c] { c.all_gather(x, nullptr, 1, f32); },
+      [=, &c] { c.reduce_scatter(nullptr, x, 1, f32, ReduceOp::Sum); },
+      [&c] { c.igather(nullptr, nullptr, 1, f32, 0).wait(); },
+      [=, &c] { c.scatter(nullptr, x, 1, f32, 0); },
+      [=, &c] { c.all_to_all(x, x, SIZE_MAX / 4, f32); },
+      [=, &c] { c.send(x, 1, f32, 0); },
+      [=, &c] { c.irecv(x, 1, f32, 3).wait(); },
+      [=, &c] { c.send(x, 1, f32, 1, -1); },
+      [&c] { c.recv_any(nullptr, 1, f32, 0); },
+  };
+}
+
+// The documented promise: a call that fails its argument checks leaves no trace, so a rank
+// that makes one (here on every collective kind) and then goes on with the correct calls works
+// with peers that never saw it, and the sequence numbers still agree.
+TEST_P(Faults, ArgumentErrorsLeaveTheCommunicatorUsableOnEveryRank) {
+  ThreadJob job(3, {.transport = GetParam(), .timeout = 20s});
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& c) {
+    std::vector<float> buf(16, 1.0f);
+    if (c.rank() == 0) {
+      std::vector<std::function<void()>> calls = bad_calls_of_rank_0(c, buf);
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        std::string message;
+        EXPECT_EQ(status_of(calls[i], &message), Status::InvalidArgument)
+            << "call " << i << ": " << message;
+        if (i == 0) {
+          EXPECT_EQ(message, "alltoallv: rank 0 sends 1 elements to itself but expects 2");
+        }
+      }
+    }
+    c.barrier();
+    int v = c.rank() + 1;
+    c.all_reduce(&v, &v, 1, DataType::Int32, ReduceOp::Sum);
+    EXPECT_EQ(v, 6) << "rank " << c.rank();
+    // A correct all-to-all-v after the bad one: rank r sends r+1 elements to each peer.
+    std::vector<std::size_t> counts(3, static_cast<std::size_t>(c.rank()) + 1);
+    std::vector<std::size_t> displs = {0, 4, 8}, recv_counts = {1, 2, 3};
+    std::vector<float> out(12, -1.0f), in(12, static_cast<float>(c.rank()));
+    c.all_to_all_v(in.data(), counts, displs, out.data(), recv_counts, displs, DataType::Float32);
+    for (std::size_t p = 0; p < 3; ++p) {
+      for (std::size_t i = 0; i < recv_counts[p]; ++i) {
+        EXPECT_EQ(out[displs[p] + i], static_cast<float>(p)) << "rank " << c.rank();
+      }
+    }
   });
 }
 

@@ -71,6 +71,21 @@ TEST(Validate, AllToAllVNeedsOneEntryPerRankAndNoOverflow) {
   EXPECT_THROW(validate_collective(a, 0, 2), Error);
 }
 
+TEST(Validate, AllToAllVSendsItselfWhatItReceivesFromItself) {
+  float x[4];
+  std::size_t ones[2] = {1, 1}, others[2] = {1, 2}, displs[2] = {0, 2};
+  CollectiveArgs a = args(Collective::AllToAllV, x, x + 2, 0);
+  a.send_counts = ones, a.send_displs = displs, a.recv_counts = others, a.recv_displs = displs;
+  EXPECT_NO_THROW(validate_collective(a, 0, 2));  // rank 0: 1 to itself, 1 from itself
+  try {
+    validate_collective(a, 1, 2);  // rank 1: 1 to itself, 2 from itself
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::InvalidArgument);
+    EXPECT_STREQ(e.what(), "alltoallv: rank 1 sends 1 elements to itself but expects 2");
+  }
+}
+
 TEST(Validate, PointToPointPeers) {
   float x;
   EXPECT_NO_THROW(validate_point_to_point(Collective::Send, &x, 1, DataType::Float32, 1, 0, 2));

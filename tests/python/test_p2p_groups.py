@@ -1,5 +1,6 @@
 """Point-to-point with tags and any-source, async handles, sub-groups, the
-backend name and the errors for unsupported requests."""
+backend name, the errors for unsupported requests, and an argument error on one
+rank that leaves the group usable for all."""
 
 import pytest
 import torch
@@ -109,3 +110,26 @@ def test_unsupported_requests_name_what_is_missing():
         assert "complex" in got["complex_max"]
         assert got["after"] == 2.0
 
+
+
+def _bad_all_to_all_on_rank_0(rank, size):
+    out = {"error": None}
+    if rank == 0:
+        # Rank 0 sends itself 1 row but expects 2 from itself: only it can see that, and it
+        # must fail before anything is sent, so the peers (which skip the call) never notice.
+        try:
+            dist.all_to_all_single(torch.zeros(4), torch.ones(3), [2, 1, 1], [1, 1, 1])
+        except RuntimeError as exc:
+            out["error"] = str(exc)
+    dist.barrier()
+    t = torch.full((2,), float(rank + 1))
+    dist.all_reduce(t)
+    out["after"] = t.tolist()
+    return out
+
+
+def test_an_argument_error_leaves_the_group_usable():
+    results = run_ranks(_bad_all_to_all_on_rank_0, 3)
+    assert "rank 0 sends 1 elements to itself but expects 2" in results[0]["error"]
+    for got in results:
+        assert got["after"] == [6.0, 6.0]

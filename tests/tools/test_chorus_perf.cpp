@@ -66,5 +66,21 @@ TEST(ChorusPerf, BadRootIsAUsageError) {
   EXPECT_NE(result.err.find("-r 2 is not a rank"), std::string::npos) << result.err;
 }
 
+// A range of more sizes than one run takes is refused, by rank 0, with the sentence (the other
+// ranks find the same error and leave the word to it).
+TEST(ChorusPerf, TooManySizesAreAUsageError) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ProcessResult result = perf(3, {"-b", "4", "-e", "1M", "-i", "4"}, {});
+    EXPECT_NE(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.err.find("rank 0 (pid"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("exited with status 2"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("-b 4 -e 1048576 -i 4 gives 262144 sizes (chorus-perf runs at most "
+                              "10000): raise -i to at least 105"),
+              std::string::npos)
+        << result.err;
+    EXPECT_EQ(result.out.find("1048576"), std::string::npos) << result.out;
+  }
+}
+
 }  // namespace
 }  // namespace chorus::test

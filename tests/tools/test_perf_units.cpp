@@ -5,6 +5,8 @@
 
 #include <chorus/error.hpp>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "check.hpp"
 #include "collectives.hpp"
@@ -33,6 +35,34 @@ TEST(PerfOptions, SizesAndSteps) {
             (std::vector<std::size_t>{0, 1, 2, 4}));
   EXPECT_EQ(message_sizes(parse({"-b", "10", "-e", "30", "-i", "10"})),
             (std::vector<std::size_t>{10, 20, 30}));
+}
+
+std::string refusal(std::vector<const char*> args) {
+  try {
+    parse(std::move(args));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+// More sizes than one run takes is refused with the count and what to change, not cut short.
+TEST(PerfOptions, TooManySizesAreRefused) {
+  EXPECT_EQ(refusal({"-b", "4", "-e", "1M", "-i", "4"}),
+            "-b 4 -e 1048576 -i 4 gives 262144 sizes (chorus-perf runs at most 10000): raise -i "
+            "to at least 105 or narrow -b/-e");
+  EXPECT_EQ(message_sizes(parse({"-b", "4", "-e", "1M", "-i", "105"})).size(), 9987u);
+  EXPECT_EQ(message_sizes(parse({"-b", "1", "-e", "10000", "-i", "1"})).size(), 10000u);
+  EXPECT_EQ(refusal({"-b", "1", "-e", "10001", "-i", "1"}).substr(0, 32),
+            "-b 1 -e 10001 -i 1 gives 10001 s");
+  EXPECT_EQ(refusal({"-b", "0", "-e", "1G", "-f", "1.0001"}),
+            "-b 0 -e 1073741824 -f 1.0001 gives more than 10000 sizes (chorus-perf runs at most "
+            "10000): raise -f or narrow -b/-e");
+  Options direct;  // built without parse_options: message_sizes refuses it the same way
+  direct.min_bytes = 4;
+  direct.max_bytes = 1 << 20;
+  direct.step_bytes = 4;
+  EXPECT_THROW(message_sizes(direct), Error);
 }
 
 TEST(PerfOptions, Values) {

@@ -1,5 +1,6 @@
 """chorus-trace on synthetic dumps: a rank that never arrived, a rank stuck in an
-earlier operation, a mismatch, a missing dump, and several jobs in one place.
+earlier operation, a rank that arrived after the others gave up, a mismatch, a
+missing dump, and several jobs in one place.
 Run by ctest with CHORUS_TRACE_SCRIPT naming the script."""
 
 import json
@@ -15,12 +16,14 @@ DUMPED_AT = 1700000100.0
 
 
 def op(seq, name="allreduce", state="completed", issued_ago=10.0, error="", peer=-1, count=4,
-       dtype="float32", reduce_op="sum", root=-1):
+       dtype="float32", reduce_op="sum", root=-1, ended_ago=None):
+    ended = DUMPED_AT - ended_ago if ended_ago is not None else (
+        None if state != "completed" else DUMPED_AT - 9)
     return {"id": seq, "op": name, "seq": seq, "count": count, "dtype": dtype,
             "reduce_op": reduce_op if name in ("allreduce", "reduce", "reducescatter") else "",
             "root": root, "peer": peer, "algorithm": "ring", "state": state,
             "status": "timeout" if state == "failed" else "", "issued": DUMPED_AT - issued_ago,
-            "started": DUMPED_AT - issued_ago, "ended": None if state != "completed" else DUMPED_AT - 9,
+            "started": DUMPED_AT - issued_ago, "ended": ended,
             "error": error}
 
 
@@ -81,6 +84,49 @@ class Report(unittest.TestCase):
         self.assertIn("communicator world: 3 ranks, dumps from ranks 0-1; none from rank 2 (timeout)", out)
         self.assertIn("rank 2 never reached allreduce #3 (count 4, float32, sum) (no dump from it; ranks 0-1 say so)", out)
         self.assertIn("ranks 0-1 wait in allreduce #3 (count 4, float32, sum)", out)
+
+    def test_rank_that_arrived_after_the_others_gave_up(self):
+        # Ranks 0-1 waited 3 s in barrier #2 and timed out; rank 2 issued it 3.0 s after them
+        # and failed at once on their abort. Every rank has the call, none completed it.
+        timeout = ("barrier #2 timed out after 3.0s: rank 2 never reached it (rank 2 last seen "
+                   "in barrier #1); waiting for rank(s) 2 (recv of 1 bytes for barrier #2)")
+        aborted = "rank 0 aborted: " + timeout
+        for r, issued_ago, ended_ago, error in ((0, 3.5, 0.5, timeout), (1, 3.4, 0.5, aborted),
+                                                 (2, 0.4, 0.4, aborted)):
+            barrier = op(2, "barrier", state="failed", issued_ago=issued_ago,
+                         ended_ago=ended_ago, error=error)
+            write_dump(self.path, r, 3, [op(1, "barrier"), barrier],
+                       reason="timeout" if r == 0 else "remote error")
+        code, out, err = run(self.path)
+        self.assertEqual(code, 0, err)
+        self.assertIn("rank 2 issued barrier #2 3.0 s to 3.1 s after ranks 0-1, "
+                      "past their 3.0 s timeout", out)
+        self.assertIn("ranks 0-1 wait in barrier #2 (issued 3.4 s to 3.5 s before their dumps) "
+                      "for rank 2", out)
+        self.assertNotIn("none completed it", out)
+
+    def test_late_rank_without_a_timeout_sentence(self):
+        # Dumps on a remote error, no timeout sentence: the end of rank 0's failed wait is the
+        # moment it gave up, and rank 1 issued the call after it.
+        write_dump(self.path, 0, 2, [op(3, state="failed", issued_ago=5.0, ended_ago=2.0,
+                                        error="rank 1 (pid 101) died")])
+        write_dump(self.path, 1, 2, [op(3, state="failed", issued_ago=1.0, ended_ago=1.0,
+                                        error="rank 0 aborted: rank 1 (pid 101) died")])
+        code, out, err = run(self.path)
+        self.assertEqual(code, 0, err)
+        self.assertIn("rank 1 issued allreduce #3 (count 4, float32, sum) 4.0 s after rank 0, "
+                      "after its wait for it had already failed", out)
+
+    def test_slow_rank_within_the_timeout_is_not_blamed(self):
+        # Rank 2 came 1 s late but nobody had given up on it yet (a SIGUSR1 dump).
+        for r, ago in ((0, 4.0), (1, 4.0), (2, 3.0)):
+            write_dump(self.path, r, 3, [op(1, "barrier"), op(2, state="started", issued_ago=ago)],
+                       reason="SIGUSR1")
+        code, out, err = run(self.path)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn(" issued allreduce", out)
+        self.assertIn("every rank reached allreduce #2 (count 4, float32, sum) and none "
+                      "completed it", out)
 
     def test_first_disagreement(self):
         write_dump(self.path, 0, 2, [op(1), op(2, state="failed", issued_ago=0.2)], reason="mismatch")

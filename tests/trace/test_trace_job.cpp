@@ -1,6 +1,7 @@
-// End to end: chorusrun -n 3 of a worker whose rank 2 skips a collective. The
-// others time out naming rank 2, write their flight records, and chorus-trace
-// (run on the dump directory) says that rank 2 never reached the all-reduce.
+// End to end: chorusrun -n 3 of a worker whose rank 2 skips a collective, or issues it
+// after the others' timeout. The others time out naming rank 2, write their flight
+// records, and chorus-trace (run on the dump directory) blames rank 2: it never reached
+// the all-reduce, or it issued the barrier past the others' timeout.
 #include "process.hpp"
 
 #include <gtest/gtest.h>
@@ -60,6 +61,37 @@ TEST_P(TraceJob, ChorusTraceNamesTheRankThatNeverArrived) {
   EXPECT_TRUE(contains(report.out, "ranks 0-1 wait in allreduce #3 (count 1, int32, sum)"))
       << report.out;
   EXPECT_TRUE(contains(report.out, "for rank 2")) << report.out;
+}
+
+// Rank 2 sleeps 2.5 s before the second barrier; the others give up after 1 s and abort, and
+// rank 2's barrier then fails at once. Every rank has the barrier in its record, so only the
+// issue times show who held the job up.
+TEST_P(TraceJob, ChorusTraceNamesTheRankThatArrivedAfterTheTimeout) {
+  test::TempDir dir;
+  test::ProcessOptions options;
+  options.env = {"CHORUS_TRANSPORT=" + GetParam(), "CHORUS_TIMEOUT=1",
+                 "CHORUS_TRACE_DIR=" + dir.path()};
+  options.timeout = 30s;
+  test::ProcessResult job = test::run_process(
+      {CHORUSRUN_PATH, "-n", "3", TRACE_WORKER_PATH, "2", "late", "2.5"}, options);
+  ASSERT_FALSE(job.timed_out) << job.out << job.err;
+  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  EXPECT_TRUE(contains(job.err, "barrier #2 timed out")) << job.err;
+
+  test::ProcessResult report =
+      test::run_process({PYTHON3_PATH, CHORUS_TRACE_PATH, "--dir", dir.path()});
+  EXPECT_EQ(report.exit_code, 0) << report.out << report.err;
+  EXPECT_TRUE(contains(report.out, "communicator world: 3 ranks, dumps from ranks 0-2"))
+      << report.out;
+  EXPECT_TRUE(contains(report.out, "rank 2 issued barrier #2 ")) << report.out;
+  // Past the timeout where the sentences give it (tcp), else after the failed waits (the
+  // host arena's sentence names no duration).
+  EXPECT_TRUE(contains(report.out, " after ranks 0-1, past their 1.0 s timeout") ||
+              contains(report.out, " after ranks 0-1, after their wait for it had already failed"))
+      << report.out;
+  EXPECT_TRUE(contains(report.out, "ranks 0-1 wait in barrier #2")) << report.out;
+  EXPECT_TRUE(contains(report.out, "for rank 2")) << report.out;
+  EXPECT_FALSE(contains(report.out, "none completed it")) << report.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TraceJob, ::testing::Values("auto", "tcp"));

@@ -82,9 +82,11 @@ int main(int argc, char** argv) {
   try {
     options = parse_options(argc, argv);
   } catch (const chorus::Error& error) {
-    if (is_first_rank_by_env()) {
-      std::fprintf(stderr, "chorus-perf: %s\nTry 'chorus-perf -h'.\n", error.what());
-    }
+    // Every rank finds the same error; rank 0 says so and exits with kUsageExit. The others
+    // exit quietly with 0: a failing exit of theirs could make the launcher stop rank 0
+    // before it has said why.
+    if (!is_first_rank_by_env()) return 0;
+    std::fprintf(stderr, "chorus-perf: %s\nTry 'chorus-perf -h'.\n", error.what());
     return kUsageExit;
   }
   if (options.help) {

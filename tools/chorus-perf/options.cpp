@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chorus/error.hpp>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string_view>
@@ -13,8 +14,18 @@
 namespace chorus::perf {
 namespace {
 
+/// The most sizes (table rows per collective, dtype and op) one run may ask for.
+constexpr std::size_t kMaxRows = 10000;
+
 [[noreturn]] void bad(const std::string& sentence) {
   throw Error(Status::InvalidArgument, sentence);
+}
+
+/// "1.5", "2": a factor as the user would have typed it.
+std::string format_factor(double factor) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", factor);
+  return text;
 }
 
 long long parse_integer(const std::string& option, const std::string& text, long long min_value,
@@ -114,6 +125,39 @@ void apply(Options& o, char flag, const std::string& value) {
   }
 }
 
+/// The sizes min, then *factor (or +step) while <= max, at most `limit` of them.
+std::vector<std::size_t> sizes_up_to(const Options& options, std::size_t limit) {
+  std::vector<std::size_t> sizes;
+  std::size_t size = options.min_bytes;
+  while (size <= options.max_bytes && sizes.size() < limit) {
+    sizes.push_back(size);
+    std::size_t next =
+        options.step_bytes > 0
+            ? size + options.step_bytes
+            : static_cast<std::size_t>(std::ceil(static_cast<double>(size) * options.step_factor));
+    if (next <= size) next = size + 1;  // 0 * factor: move on to 1 byte
+    size = next;
+  }
+  return sizes;
+}
+
+/// The sentence refusing a range of more than kMaxRows sizes: how many, and what to change.
+std::string too_many_rows(const Options& o) {
+  const std::string range =
+      "-b " + std::to_string(o.min_bytes) + " -e " + std::to_string(o.max_bytes);
+  if (o.step_bytes == 0) {
+    return range + " -f " + format_factor(o.step_factor) + " gives more than " +
+           std::to_string(kMaxRows) + " sizes (chorus-perf runs at most " +
+           std::to_string(kMaxRows) + "): raise -f or narrow -b/-e";
+  }
+  const std::size_t span = o.max_bytes - o.min_bytes;
+  const std::size_t step = (span + kMaxRows - 2) / (kMaxRows - 1);  // ceil(span / (rows - 1))
+  return range + " -i " + std::to_string(o.step_bytes) + " gives " +
+         std::to_string(span / o.step_bytes + 1) + " sizes (chorus-perf runs at most " +
+         std::to_string(kMaxRows) + "): raise -i to at least " + std::to_string(step) +
+         " or narrow -b/-e";
+}
+
 }  // namespace
 
 std::size_t parse_size(const std::string& option, const std::string& text) {
@@ -170,22 +214,13 @@ Options parse_options(int argc, const char* const argv[]) {
     bad("-b " + std::to_string(options.min_bytes) + " is larger than -e " +
         std::to_string(options.max_bytes));
   }
+  message_sizes(options);  // refuses a range of more than kMaxRows sizes
   return options;
 }
 
 std::vector<std::size_t> message_sizes(const Options& options) {
-  std::vector<std::size_t> sizes;
-  std::size_t size = options.min_bytes;
-  constexpr std::size_t kMaxRows = 10000;
-  while (size <= options.max_bytes && sizes.size() < kMaxRows) {
-    sizes.push_back(size);
-    std::size_t next =
-        options.step_bytes > 0
-            ? size + options.step_bytes
-            : static_cast<std::size_t>(std::ceil(static_cast<double>(size) * options.step_factor));
-    if (next <= size) next = size + 1;  // 0 * factor: move on to 1 byte
-    size = next;
-  }
+  std::vector<std::size_t> sizes = sizes_up_to(options, kMaxRows + 1);
+  if (sizes.size() > kMaxRows) bad(too_many_rows(options));
   return sizes;
 }
 
@@ -198,6 +233,7 @@ Times Chorus collectives and prints the nccl-tests table (rank 0 prints).
   -e SIZE   largest message (default 32M)
   -f F      multiply the size by F each step (default 2)
   -i SIZE   add SIZE each step instead of multiplying
+            (a range of more than 10000 sizes is refused)
   -n N      timed iterations per size (default 20)
   -w N      warm-up iterations per size (default 5)
   -c 0|1    check the results (default 1); wrong elements make the exit status 1

@@ -28,7 +28,8 @@ struct Options {
   std::optional<std::string> tune_file;  ///< --tune FILE: measure the cost model, write FILE
 };
 
-/// Parses argv[1..argc). Throws Error(InvalidArgument) naming the bad option or value.
+/// Parses argv[1..argc). Throws Error(InvalidArgument) naming the bad option or value, or a
+/// range of more sizes than message_sizes allows.
 Options parse_options(int argc, const char* const argv[]);
 
 /// "64K" -> 65536: an integer with an optional K/M/G suffix (powers of 1024).
@@ -36,6 +37,8 @@ Options parse_options(int argc, const char* const argv[]);
 std::size_t parse_size(const std::string& option, const std::string& text);
 
 /// The message sizes to run, in bytes: min, then *factor (or +step) while <= max.
+/// Throws Error(InvalidArgument) naming the count and what to change when there are more
+/// than 10000 (parse_options already refuses such a range).
 std::vector<std::size_t> message_sizes(const Options& options);
 
 std::string usage_text();

@@ -98,14 +98,33 @@ bool measure_arena(Communicator& comm, algorithms::LinkCost& arena) {
   return comm.last_algorithm() == "shm_direct";
 }
 
-algorithms::CostParameters existing_or_defaults(const std::string& path) {
+/// "alpha 2.50 us, beta 0.1000 ns/B".
+std::string link_text(const algorithms::LinkCost& link) {
+  char text[64];
+  std::snprintf(text, sizeof text, "alpha %.2f us, beta %.4f ns/B", link.alpha * 1e6,
+                link.beta * 1e9);
+  return text;
+}
+
+/// The file's tuning if it exists (its measured values stay marked measured), else defaults.
+algorithms::Tuning existing_or_defaults(const std::string& path) {
   std::ifstream in(path);
-  return in.good() ? algorithms::read_tuning(in, path) : algorithms::CostParameters::defaults();
+  return in.good() ? algorithms::read_tuning(in, path) : algorithms::Tuning{};
+}
+
+/// Sets one link's parameters and marks them measured.
+void set_measured(algorithms::Tuning& tuning,
+                  algorithms::LinkCost algorithms::CostParameters::*link,
+                  algorithms::TuningKey alpha, algorithms::TuningKey beta,
+                  const algorithms::LinkCost& value) {
+  tuning.parameters.*link = value;
+  tuning.mark(alpha) = tuning.mark(beta) = algorithms::TuningMark::Measured;
 }
 
 }  // namespace
 
 void run_tune(Communicator& comm, const std::string& path) {
+  using algorithms::TuningKey;
   const char* transport = std::getenv("CHORUS_TRANSPORT");
   const bool tcp = transport && std::string(transport) == "tcp";
   double gamma = reduce_gamma();
@@ -116,16 +135,28 @@ void run_tune(Communicator& comm, const std::string& path) {
   bool has_arena = comm.size() >= 2 && measure_arena(comm, arena);
   comm.barrier();
   if (comm.rank() != 0) return;
-  algorithms::CostParameters parameters = existing_or_defaults(path);
-  if (comm.size() >= 2) (tcp ? parameters.tcp : parameters.shm) = link;
-  if (has_arena) parameters.arena = arena;
-  parameters.gamma = gamma;
+  // Only what was measured now is marked measured; the rest keeps the file's value and mark
+  // (or the built-in default, written as assumed).
+  algorithms::Tuning tuning = existing_or_defaults(path);
+  if (comm.size() >= 2 && tcp) {
+    set_measured(tuning, &algorithms::CostParameters::tcp, TuningKey::TcpAlpha, TuningKey::TcpBeta,
+                 link);
+  } else if (comm.size() >= 2) {
+    set_measured(tuning, &algorithms::CostParameters::shm, TuningKey::ShmAlpha, TuningKey::ShmBeta,
+                 link);
+  }
+  if (has_arena) {
+    set_measured(tuning, &algorithms::CostParameters::arena, TuningKey::ArenaAlpha,
+                 TuningKey::ArenaBeta, arena);
+  }
+  tuning.parameters.gamma = gamma;
+  tuning.mark(TuningKey::Gamma) = algorithms::TuningMark::Measured;
   std::ofstream out(path);
-  algorithms::write_tuning(out, parameters);
+  algorithms::write_tuning(out, tuning);
   if (!out.good()) throw Error(Status::InvalidArgument, "cannot write the tuning file " + path);
-  std::printf("# %s link: alpha %.2f us, beta %.4f ns/B; arena: %s; gamma %.4f ns/B -> %s\n",
-              tcp ? "tcp" : "shm", link.alpha * 1e6, link.beta * 1e9,
-              has_arena ? "measured" : "not in use", parameters.gamma * 1e9, path.c_str());
+  std::printf("# %s link: %s; arena: %s; gamma %.4f ns/B -> %s\n", tcp ? "tcp" : "shm",
+              comm.size() >= 2 ? link_text(link).c_str() : "not measured (one rank)",
+              has_arena ? link_text(arena).c_str() : "not in use", gamma * 1e9, path.c_str());
 }
 
 }  // namespace chorus::perf

@@ -14,8 +14,9 @@ namespace chorus::perf {
 /// 1 MiB (alpha and beta of the communicator's link kind: tcp under
 /// CHORUS_TRANSPORT=tcp, else shm) and, when the collectives run through the
 /// host arena, a barrier and broadcasts (arena alpha and beta); rank 0 then
-/// reads FILE if it exists, replaces the measured keys, writes it back and
-/// prints them.
+/// reads FILE if it exists, replaces the measured keys, writes it back (the
+/// keys measured now marked measured, the others keeping their mark, or
+/// marked assumed when they are the built-in defaults) and prints them.
 void run_tune(Communicator& comm, const std::string& path);
 
 }  // namespace chorus::perf
