@@ -12,7 +12,7 @@
 
 #include "capi_check.h"
 
-enum { kAttempts = 3 };
+enum { kAttempts = 3, kParentSeconds = 55, kChildSeconds = 50 };
 
 static volatile sig_atomic_t g_deadline_passed = 0;
 static void on_alarm(int signal_number) {
@@ -75,10 +75,10 @@ static int run_job(int nranks, int port, rank_main_t run_rank, unsigned child_se
   return outcome;
 }
 
-int run_forked_job(int nranks, rank_main_t run_rank, unsigned child_seconds,
-                   unsigned parent_seconds) {
-  if (nranks < 1 || nranks > kMaxForkedRanks) {
-    fprintf(stderr, "%d ranks: expected 1..%d\n", nranks, kMaxForkedRanks);
+int forked_main(int argc, char** argv, int min_ranks, rank_main_t run_rank) {
+  int nranks = argc > 1 ? atoi(argv[1]) : 0;
+  if (nranks < min_ranks || nranks > kMaxForkedRanks) {
+    fprintf(stderr, "usage: %s NRANKS (%d..%d)\n", argv[0], min_ranks, kMaxForkedRanks);
     return 2;
   }
   setenv("CHORUS_TIMEOUT", "20", 0);
@@ -86,11 +86,11 @@ int run_forked_job(int nranks, rank_main_t run_rank, unsigned child_seconds,
   memset(&action, 0, sizeof action);
   action.sa_handler = on_alarm; /* no SA_RESTART: waitpid returns EINTR */
   sigaction(SIGALRM, &action, NULL);
-  alarm(parent_seconds);
+  alarm(kParentSeconds);
   for (int attempt = 1; attempt <= kAttempts; ++attempt) {
     int port = pick_free_port();
     if (port <= 0) continue;
-    int outcome = run_job(nranks, port, run_rank, child_seconds);
+    int outcome = run_job(nranks, port, run_rank, kChildSeconds);
     if (outcome != kInitFailed) return outcome;
     fprintf(stderr, "attempt %d on port %d: init failed, retrying\n", attempt, port);
   }

@@ -11,10 +11,10 @@ enum { kMaxForkedRanks = 8, kInitFailed = 3 };
 
 typedef int (*rank_main_t)(int nranks, int rank, const char* address);
 
-/* Runs the job (up to 3 attempts on init failures) with `child_seconds` for each
- * child and `parent_seconds` in all; returns 0 when every rank returned 0. Sets
- * CHORUS_TIMEOUT to 20 s unless it is set, so a hang fails inside the deadline. */
-int run_forked_job(int nranks, rank_main_t run_rank, unsigned child_seconds,
-                   unsigned parent_seconds);
+/* The main() of a forked test: N = argv[1] ranks (min_ranks..kMaxForkedRanks, else a
+ * usage line and 2). Runs the job (up to 3 attempts on init failures) with 50 s for
+ * each child and 55 s in all (ctest allows 60); returns 0 when every rank returned 0.
+ * Sets CHORUS_TIMEOUT to 20 s unless it is set, so a hang fails inside the deadline. */
+int forked_main(int argc, char** argv, int min_ranks, rank_main_t run_rank);
 
 #endif /* CHORUS_TESTS_CAPI_FORK_H_ */

@@ -16,8 +16,6 @@
 #include "capi_check.h"
 #include "capi_fork.h"
 
-enum { kParentDeadline = 55, kChildDeadline = 50 };
-
 /* `got` must be `code`, with a sentence naming `function` for the thread and for
  * `comm` (NULL: the thread's only; a request has no communicator to ask). */
 static void expect_refused(chorusResult_t code, chorusResult_t got, chorusComm_t comm,
@@ -180,11 +178,4 @@ static int run_rank(int nranks, int rank, const char* address) {
   return g_failures == 0 ? 0 : 1;
 }
 
-int main(int argc, char** argv) {
-  int nranks = argc > 1 ? atoi(argv[1]) : 0;
-  if (nranks < 1 || nranks > kMaxForkedRanks) {
-    fprintf(stderr, "usage: %s NRANKS (1..%d)\n", argv[0], kMaxForkedRanks);
-    return 2;
-  }
-  return run_forked_job(nranks, run_rank, kChildDeadline, kParentDeadline);
-}
+int main(int argc, char** argv) { return forked_main(argc, argv, 1, run_rank); }

@@ -16,8 +16,6 @@
 #include "capi_fork.h"
 #include "capi_suite.h"
 
-enum { kParentDeadline = 55, kChildDeadline = 50 };
-
 static void sleep_ms(long ms) {
   struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&pause, NULL);
@@ -237,11 +235,4 @@ static int run_rank(int nranks, int rank, const char* address) {
   return g_failures == 0 ? 0 : 1;
 }
 
-int main(int argc, char** argv) {
-  int nranks = argc > 1 ? atoi(argv[1]) : 0;
-  if (nranks < 2 || nranks > kMaxForkedRanks) {
-    fprintf(stderr, "usage: %s NRANKS (2..%d)\n", argv[0], kMaxForkedRanks);
-    return 2;
-  }
-  return run_forked_job(nranks, run_rank, kChildDeadline, kParentDeadline);
-}
+int main(int argc, char** argv) { return forked_main(argc, argv, 2, run_rank); }
