@@ -25,6 +25,8 @@
 
 namespace chorus::capi {
 
+static_assert(sizeof(std::uintptr_t) == 8, "a handle carries its generation above its index");
+
 /// What a handle value turned out to be.
 enum class HandleState { Live, Null, Stale, Unknown };
 
