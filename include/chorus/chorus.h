@@ -14,7 +14,13 @@
  * Non-blocking forms (chorusI...) return a request released by chorusWait, or
  * by chorusTest when it reports *done = 1. Operations on one communicator
  * complete in the order they were issued, except that a collective of count 0
- * (all-to-all-v and barrier aside) moves nothing and completes at once. */
+ * (all-to-all-v and barrier aside) moves nothing and completes at once.
+ *
+ * Handles: every call checks the communicator and request it is given. A
+ * destroyed communicator or a released request returns chorusInvalidUsage, NULL
+ * or a value no call returned chorusInvalidArgument, each with a sentence naming
+ * the function in chorusGetLastError(NULL) (and in chorusGetLastError(comm),
+ * which for a handle that is not live returns the calling thread's sentence). */
 #ifndef CHORUS_CHORUS_H_
 #define CHORUS_CHORUS_H_
 
@@ -69,7 +75,8 @@ typedef enum {
 } chorusRedOp_t;
 
 CHORUS_API const char* chorusGetErrorString(chorusResult_t result);
-/* The last failure on `comm` as a sentence; NULL comm: the calling thread's last failure. */
+/* The last failure on `comm` as a sentence; NULL comm, or one that is not live (destroyed):
+ * the calling thread's last failure. */
 CHORUS_API const char* chorusGetLastError(chorusComm_t comm);
 
 /* Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (falling back to Slurm, Open MPI, PMI). */
@@ -80,6 +87,9 @@ CHORUS_API chorusResult_t chorusCommInit(chorusComm_t* comm, int nranks, int ran
 /* Ranks with equal color form a communicator ordered by key, ties by parent rank;
  * color < 0: *out = NULL. */
 CHORUS_API chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key, chorusComm_t* out);
+/* Completes (or fails) the communicator's queued operations, whose requests stay
+ * valid, and frees it; when another thread is inside a call on it, it is freed as
+ * that call returns. Destroying it again is chorusInvalidUsage. */
 CHORUS_API chorusResult_t chorusCommDestroy(chorusComm_t comm);
 CHORUS_API chorusResult_t chorusCommAbort(chorusComm_t comm);
 CHORUS_API chorusResult_t chorusCommRank(chorusComm_t comm, int* rank);

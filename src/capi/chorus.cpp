@@ -16,7 +16,12 @@ namespace {
 
 using chorus::Communicator;
 using chorus::require_argument;
+using chorus::capi::comms;
 using chorus::capi::guarded;
+using chorus::capi::HandleKind;
+using chorus::capi::make_handle;
+using chorus::capi::not_live;
+using chorus::capi::requests;
 using chorus::capi::with_comm;
 
 // The C enums mirror the C++ ones value for value (types.hpp relies on it).
@@ -24,13 +29,15 @@ static_assert(static_cast<int>(chorusInProgress) == static_cast<int>(chorus::Sta
 static_assert(static_cast<int>(chorusFloat64) == static_cast<int>(chorus::DataType::Float64));
 static_assert(static_cast<int>(chorusAvg) == static_cast<int>(chorus::ReduceOp::Avg));
 
-/// Wraps a joined communicator in a new handle at *out. The handle is
-/// allocated first, so a joined communicator is never dropped for lack of memory.
+/// Joins a communicator into a new handle at *out (NULL when join returns an empty
+/// one). The handle is made first, so a joined communicator is never dropped for
+/// lack of memory.
 template <typename Join>
 void adopt(chorusComm_t* out, Join&& join) {
-  auto handle = std::make_unique<chorusComm>();
-  handle->communicator = join();
-  if (handle->communicator) *out = handle.release();
+  *out = make_handle(comms, [&](chorusComm& made) {
+    made.communicator = join();
+    return static_cast<bool>(made.communicator);
+  });
 }
 
 }  // namespace
@@ -64,11 +71,13 @@ const char* chorusGetErrorString(chorusResult_t result) {
 /// For a communicator, the sentence is copied into a thread-local buffer: the
 /// pointer stays valid until this thread's next chorusGetLastError(comm) call,
 /// whatever other threads do to the communicator meanwhile.
+/// A handle that is not live has no sentence of its own: the thread's is returned.
 const char* chorusGetLastError(chorusComm_t comm) {
-  if (comm == nullptr) return chorus::capi::thread_last_error();
+  chorus::capi::CommTable::Pin pin(comms, comm);
+  if (!pin) return chorus::capi::thread_last_error();
   thread_local std::string copy;
   try {
-    copy = comm->errors->get();
+    copy = pin->errors->get();
   } catch (...) {
     copy.clear();  // out of memory: report no sentence rather than a stale one
   }
@@ -105,11 +114,12 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key, chorusComm
   });
 }
 
+/// The communicator goes now, or when the last call another thread is making on it returns.
 chorusResult_t chorusCommDestroy(chorusComm_t comm) {
-  return guarded(nullptr, __func__, [&] {
-    require_argument(comm != nullptr, "the communicator is NULL");
-    std::unique_ptr<chorusComm> owned(comm);
-  });
+  chorus::capi::CommTable::Pin pin(comms, comm);
+  if (!pin) return not_live(__func__, pin.state(), HandleKind::Communicator);
+  if (pin.retire()) return chorusSuccess;
+  return not_live(__func__, chorus::capi::HandleState::Stale, HandleKind::Communicator);
 }
 
 chorusResult_t chorusCommAbort(chorusComm_t comm) {
@@ -143,27 +153,29 @@ chorusResult_t chorusMemFree(chorusComm_t comm, void* ptr) {
 }
 
 chorusResult_t chorusWait(chorusRequest_t request) {
-  std::unique_ptr<chorusRequest> owned(request);  // released whatever the outcome
-  return guarded(owned ? owned->errors.get() : nullptr, __func__, [&] {
-    require_argument(owned != nullptr, "the request is NULL");
-    owned->request.wait();
-  });
+  chorus::capi::RequestTable::Pin pin(requests, request);
+  if (!pin || !pin.retire()) {  // released whatever the outcome: by this pin's end
+    return not_live(__func__, pin ? chorus::capi::HandleState::Stale : pin.state(),
+                    HandleKind::Request);
+  }
+  return guarded(pin->errors.get(), __func__, [&] { pin->request.wait(); });
 }
 
 /// An exception from Request::test() is the operation's own failure, so the
 /// request counts as complete and is released like a successful one.
 chorusResult_t chorusTest(chorusRequest_t request, int* done) {
-  if (request == nullptr || done == nullptr) {
-    return guarded(request != nullptr ? request->errors.get() : nullptr, __func__, [&] {
-      require_argument(request != nullptr, "the request is NULL");
-      require_argument(done != nullptr, "the done out-pointer is NULL");
-    });
-  }
+  chorus::capi::RequestTable::Pin pin(requests, request);
+  if (!pin) return not_live(__func__, pin.state(), HandleKind::Request);
   bool complete = true;
-  chorusResult_t result =
-      guarded(request->errors.get(), __func__, [&] { complete = request->request.test(); });
+  chorusResult_t result = guarded(pin->errors.get(), __func__, [&] {
+    require_argument(done != nullptr, "the done out-pointer is NULL");
+    complete = pin->request.test();
+  });
+  if (done == nullptr) return result;
   *done = complete ? 1 : 0;
-  if (complete) delete request;  // made by std::make_unique, released into the C handle
+  if (complete && !pin.retire()) {  // another thread's Wait or Test released it meanwhile
+    return not_live(__func__, chorus::capi::HandleState::Stale, HandleKind::Request);
+  }
   return result;
 }
 

@@ -36,6 +36,25 @@ chorusResult_t fail(ErrorSlot* slot, const char* function, chorusResult_t code,
   return code;
 }
 
+chorusResult_t not_live(const char* function, HandleState state, HandleKind kind) noexcept {
+  const bool request = kind == HandleKind::Request;
+  switch (state) {
+    case HandleState::Null:
+      return fail(nullptr, function, chorusInvalidArgument,
+                  request ? "the request is NULL" : "the communicator is NULL");
+    case HandleState::Stale:
+      return fail(nullptr, function, chorusInvalidUsage,
+                  request ? "the request was already released (by chorusWait, or by chorusTest "
+                            "reporting done)"
+                          : "the communicator was destroyed (chorusCommDestroy)");
+    default:
+      return fail(nullptr, function, chorusInvalidArgument,
+                  request ? "the request is not a handle that an I-form call returned"
+                          : "the communicator is not a handle that chorusCommInit, "
+                            "chorusCommInitFromEnv or chorusCommSplit returned");
+  }
+}
+
 const char* thread_last_error() noexcept { return t_last_error.c_str(); }
 
 chorusResult_t to_result(Status status) noexcept {

@@ -7,15 +7,21 @@
 // last error (chorusGetLastError(NULL)).
 //
 // Handle lifetime: a chorusComm lives from chorusCommInit/Split to
-// chorusCommDestroy; using it afterwards is undefined behaviour, as in C for any
-// freed object (a NULL comm, by contrast, is chorusInvalidArgument). Destroying
-// a communicator lets its pending operations finish first (each bounded by
-// CHORUS_TIMEOUT); their requests stay valid. A chorusRequest lives until the
-// chorusWait, or the chorusTest reporting done, that releases it. chorusCommAbort
-// does not free the communicator (see chorus.cpp).
+// chorusCommDestroy, a chorusRequest until the chorusWait, or the chorusTest
+// reporting done, that releases it. Handles are looked up in a HandleTable
+// (handle_table.hpp) by every entry point, so a destroyed communicator or a
+// released request (and any value that never was a handle) fails the call with a
+// sentence instead of being dereferenced: chorusInvalidUsage for a destroyed or
+// released handle, chorusInvalidArgument for NULL or a value that never was one.
+// A communicator destroyed while another thread is inside a call on it goes when
+// that call returns; later calls on it fail. Destroying a communicator lets its
+// pending operations finish first (each bounded by CHORUS_TIMEOUT); their requests
+// stay valid. chorusCommAbort does not free the communicator (see chorus.cpp).
 #pragma once
 
 #include <chorus/chorus.h>
+
+#include "capi/handle_table.hpp"
 
 #include <chorus/communicator.hpp>
 #include <chorus/error.hpp>
@@ -25,6 +31,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace chorus::capi {
 
@@ -54,6 +61,13 @@ struct chorusRequest {
 };
 
 namespace chorus::capi {
+
+using CommTable = HandleTable<chorusComm, chorusComm_t>;
+using RequestTable = HandleTable<chorusRequest, chorusRequest_t>;
+/// Every live communicator and request handle of the process.
+inline constinit CommTable comms;
+inline constinit RequestTable requests;
+static_assert(std::is_trivially_destructible_v<CommTable>, "usable until the process ends");
 
 /// Records a failure of `function` in `slot` (when not null) and in the calling
 /// thread's last error, and returns `code`. Never throws.
@@ -101,29 +115,59 @@ chorusResult_t guarded(ErrorSlot* slot, const char* function, Body&& body) noexc
   }
 }
 
-/// guarded(), after checking that `comm` is not NULL; body gets the Communicator.
+enum class HandleKind { Communicator, Request };
+
+/// Records and returns the failure of `function` given a `kind` handle that is not
+/// live (pin state `state`).
+chorusResult_t not_live(const char* function, HandleState state, HandleKind kind) noexcept;
+
+/// Makes a handle in `table` for a new object, then fill(object): when fill throws
+/// or returns false, the handle is retired (and the object deleted) before
+/// returning. So the handle exists before fill starts anything (joins a
+/// communicator, issues an operation), which is then never left without one.
+/// Returns the handle, or nullptr when fill returned false.
+template <typename Object, typename Handle, typename Fill>
+Handle make_handle(HandleTable<Object, Handle>& table, Fill&& fill) {
+  const Handle handle = table.create(std::make_unique<Object>());
+  typename HandleTable<Object, Handle>::Pin pin(table, handle);
+  bool keep = false;
+  try {
+    keep = fill(*pin);
+  } catch (...) {
+    pin.retire();
+    throw;
+  }
+  if (!keep) pin.retire();
+  return keep ? handle : nullptr;
+}
+
+/// guarded(), for a live `comm`; body gets the handle's object, pinned for the call.
+template <typename Body>
+chorusResult_t with_comm_object(chorusComm_t comm, const char* function, Body&& body) noexcept {
+  CommTable::Pin pin(comms, comm);
+  if (!pin) return not_live(function, pin.state(), HandleKind::Communicator);
+  return guarded(pin->errors.get(), function, [&] { body(*pin); });
+}
+
+/// with_comm_object(); body gets the Communicator.
 template <typename Body>
 chorusResult_t with_comm(chorusComm_t comm, const char* function, Body&& body) noexcept {
-  return guarded(comm != nullptr ? comm->errors.get() : nullptr, function, [&] {
-    require_argument(comm != nullptr, "the communicator is NULL");
-    body(comm->communicator);
-  });
+  return with_comm_object(comm, function, [&](chorusComm& object) { body(object.communicator); });
 }
 
 /// Issues a non-blocking operation: issue(communicator) returns its Request,
 /// which is wrapped in a new handle at *request (NULL whenever the call fails).
-/// The handle is allocated before issuing, so an operation is never left
-/// running without a handle.
 template <typename Issue>
 chorusResult_t issue(chorusComm_t comm, chorusRequest_t* request, const char* function,
                      Issue&& issue_operation) noexcept {
   if (request != nullptr) *request = nullptr;
-  return with_comm(comm, function, [&](Communicator& communicator) {
+  return with_comm_object(comm, function, [&](chorusComm& object) {
     require_argument(request != nullptr, "the request out-pointer is NULL");
-    auto handle = std::make_unique<chorusRequest>();
-    handle->errors = comm->errors;
-    handle->request = issue_operation(communicator);
-    *request = handle.release();
+    *request = make_handle(requests, [&](chorusRequest& made) {
+      made.errors = object.errors;
+      made.request = issue_operation(object.communicator);
+      return true;
+    });
   });
 }
 

@@ -37,8 +37,9 @@ std::chrono::nanoseconds hold_time(std::uint64_t payload_bytes) {
       kHoldTime, std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(scaled, most))));
 }
 
-PeerChannel::PeerChannel(int self, int peer, std::unique_ptr<Link> link, AnySourceRecvs* any)
-    : self_(self), peer_(peer), link_(std::move(link)), any_(any) {}
+PeerChannel::PeerChannel(int self, int peer, std::unique_ptr<Link> link, AnySourceRecvs* any,
+                         const CallHistory* history)
+    : self_(self), peer_(peer), link_(std::move(link)), any_(any), history_(history) {}
 
 void PeerChannel::post_send(RequestId id, const void* data, std::size_t bytes,
                             const Fingerprint& fingerprint) {

@@ -25,6 +25,7 @@
 // Point-to-point and small messages are never held.
 #pragma once
 
+#include "transport/call_history.hpp"
 #include "transport/frame.hpp"
 #include "transport/link.hpp"
 #include "transport/transport.hpp"
@@ -77,8 +78,10 @@ struct AnySourceRecvs {
 
 class PeerChannel {
  public:
-  /// `any` (may be null: no any-source receives) must outlive the channel.
-  PeerChannel(int self, int peer, std::unique_ptr<Link> link, AnySourceRecvs* any = nullptr);
+  /// `any` (may be null: no any-source receives) and `history` (may be null: mismatches
+  /// name only the calls at hand) must outlive the channel.
+  PeerChannel(int self, int peer, std::unique_ptr<Link> link, AnySourceRecvs* any = nullptr,
+              const CallHistory* history = nullptr);
 
   /// Turns holding (see above) on; off, every early message is buffered at once, so each
   /// progress call reads something while the link has bytes (the ProgressEngine turns it on).
@@ -191,6 +194,7 @@ class PeerChannel {
   std::unique_ptr<Link> link_;
   std::deque<SendOp> sends_;
   AnySourceRecvs* any_;
+  const CallHistory* history_;    ///< this rank's recent calls, for mismatch sentences
   std::deque<PostedRecv> recvs_;  ///< receives naming this peer, not yet matched, posting order
   std::deque<Buffered> unexpected_;
   std::unique_ptr<std::byte[]> spare_;  ///< a finished early message's buffer, for the next one

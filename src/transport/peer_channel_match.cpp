@@ -128,6 +128,12 @@ void PeerChannel::check_match(const PostedRecv& op, const FrameHeader& header) c
     expected.reserved = 0;
   }
   if (!fingerprints_match(expected, header.fingerprint)) {
+    // A message of an older call this rank made otherwise: name that call of ours.
+    if (history_ != nullptr && header.fingerprint.seq < expected.seq) {
+      if (auto sentence = history_->conflict(self_, peer_, header.fingerprint, "sent")) {
+        throw Error(Status::Mismatch, *sentence);
+      }
+    }
     throw Error(Status::Mismatch, me + " is in " + describe_call(op.fingerprint, any_source) +
                                       " but " + them + " sent " +
                                       describe_call(header.fingerprint, false));

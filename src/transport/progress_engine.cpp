@@ -48,7 +48,7 @@ ProgressEngine::ProgressEngine(int rank, int size, Topology topology,
   for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {
     if (!links[p]) continue;
     if (links[p]->poll_fd() >= 0) poll_peers_.push_back(p);
-    peers_[p] = std::make_unique<PeerChannel>(rank, p, std::move(links[p]), &any_);
+    peers_[p] = std::make_unique<PeerChannel>(rank, p, std::move(links[p]), &any_, &history_);
     peers_[p]->set_holding(true);
   }
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -82,6 +82,7 @@ RequestId ProgressEngine::post_send(int peer, const void* data, std::size_t byte
   RequestId id = next_id_++;
   pending_.emplace(id, peer);
   note_activity(Clock::now());
+  history_.made(fingerprint);
   peers_[peer]->post_send(id, data, bytes, fingerprint);
   peers_[peer]->progress_send(pending_);  // start writing now: latency
   return id;
@@ -95,6 +96,7 @@ RequestId ProgressEngine::post_recv(int peer, void* data, std::size_t bytes,
   RequestId id = next_id_++;
   pending_.emplace(id, peer);
   note_activity(Clock::now());
+  history_.made(fingerprint);
   peers_[peer]->post_recv(id, data, bytes, fingerprint);
   sightings_.posted_recv(peer, id, fingerprint, pending_);
   return id;
@@ -370,10 +372,7 @@ void ProgressEngine::arena_check(const Fingerprint& call, bool send_probe) {
       if (!peer) continue;
       peer->take_probe_news();
       if (peer->probe()) {
-        sightings_.saw(p, *peer->probe());
-        if (auto sentence = probe_conflict(rank_, call, p, *peer->probe())) {
-          throw Error(Status::Mismatch, *sentence);
-        }
+        judge_probe(p, std::span<const Fingerprint>(&call, 1));
         if (peer->probe()->seq <= call.seq) peer->drop_probe();
       }
       if (send_probe) {

@@ -95,6 +95,9 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   /// Throws Mismatch when a held probe conflicts with a listed pending collective; drops
   /// probes of calls this rank has reached. `only_news`: skip unless a probe just arrived.
   void check_probes(std::span<const RequestId> ids, bool only_news);
+  /// Throws Mismatch when peer p's held probe conflicts with one of `calls` (this rank's
+  /// pending collectives) or with this rank's own call of its number (history_).
+  void judge_probe(int p, std::span<const Fingerprint> calls);
   void throw_if_peer_lost(std::span<const RequestId> ids) const;
   /// Any-source receives among `ids` fail when any peer is lost (any_source.cpp).
   void throw_if_any_source_lost(std::span<const RequestId> ids) const;
@@ -122,6 +125,7 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   std::size_t pending_seen_ = 0;  ///< pending_.size() when the stall clock last looked
   StallClock stall_;
   PeerSightings sightings_;
+  CallHistory history_;  ///< the collectives this rank posted messages of
   Clock::time_point next_liveness_{};
   std::atomic<bool> interrupted_{false};  ///< set by interrupt(), taken by wait_until()
   bool abort_sent_ = false;

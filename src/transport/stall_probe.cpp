@@ -100,6 +100,20 @@ void ProgressEngine::maybe_probe(std::span<const RequestId> ids, Clock::time_poi
   }
 }
 
+void ProgressEngine::judge_probe(int p, std::span<const Fingerprint> calls) {
+  const Fingerprint& probe = *peers_[p]->probe();
+  sightings_.saw(p, probe);
+  for (const Fingerprint& call : calls) {
+    if (auto sentence = probe_conflict(rank_, call, p, probe)) {
+      throw Error(Status::Mismatch, *sentence);
+    }
+  }
+  // A call this rank already left (a group that finished it without the prober).
+  if (auto sentence = history_.conflict(rank_, p, probe, "is in")) {
+    throw Error(Status::Mismatch, *sentence);
+  }
+}
+
 void ProgressEngine::check_probes(std::span<const RequestId> ids, bool only_news) {
   bool relevant = false;
   for (auto& peer : peers_) {
@@ -115,12 +129,7 @@ void ProgressEngine::check_probes(std::span<const RequestId> ids, bool only_news
   for (int p = 0; p < size_; ++p) {
     PeerChannel* peer = peers_[p].get();
     if (!peer || !peer->probe()) continue;
-    sightings_.saw(p, *peer->probe());
-    for (const Fingerprint& call : calls) {
-      if (auto sentence = probe_conflict(rank_, call, p, *peer->probe())) {
-        throw Error(Status::Mismatch, *sentence);
-      }
-    }
+    judge_probe(p, calls);
     // A call this rank has reached and matched (or passed) tells nothing more.
     if (peer->probe()->seq <= newest) peer->drop_probe();
   }

@@ -6,8 +6,10 @@
 // never runs. A stalled rank therefore tells every peer which collective it is
 // in. Collective sequence numbers count calls on the communicator, so a peer in
 // call S with another fingerprint is certainly in a different call: a
-// Mismatch. A probe with another sequence number says nothing (that peer is
-// merely ahead or behind) and is ignored, so a slow rank is never reported.
+// Mismatch. A probe with a later sequence number says nothing (that peer is
+// merely ahead); one with an earlier number is compared with this rank's own call
+// of that number (call_history.hpp), which this rank left without meeting the
+// prober: so a slow rank is never reported, a rank in another call always is.
 //
 // Stalled = no request posted or completed for kStallProbeDelay while waiting.
 // Moving bytes of a long message does not count as progress: a probe during a

@@ -4,23 +4,17 @@
  * and waits for them under a deadline. Each child runs every collective
  * (capi_suite.h), a pending chorusTest, an I-form overlap, an even/odd
  * split, a collective mismatch and finally the death of one rank, and exits
- * non-zero on any failed check. A child whose init fails
- * exits with kInitFailed: the port may have been taken meanwhile, so the
- * parent kills the others and retries with a new port. */
+ * non-zero on any failed check (capi_fork.h runs the job). */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "capi_check.h"
+#include "capi_fork.h"
 #include "capi_suite.h"
-
-enum { kMaxRanks = 8, kInitFailed = 3, kAttempts = 3, kParentDeadline = 55, kChildDeadline = 50 };
 
 static void sleep_ms(long ms) {
   struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
@@ -220,12 +214,8 @@ static int check_peer_death(suite_t* s) {
   return 0;
 }
 
-static int run_rank(int nranks, int rank, int port) {
-  signal(SIGALRM, SIG_DFL); /* the parent's handler only sets a flag; a child must die */
-  alarm(kChildDeadline);
+static int run_rank(int nranks, int rank, const char* address) {
   snprintf(g_who, sizeof g_who, "rank %d", rank);
-  char address[64];
-  snprintf(address, sizeof address, "127.0.0.1:%d", port);
   chorusComm_t comm = NULL;
   chorusResult_t init = chorusCommInit(&comm, nranks, rank, address);
   if (init != chorusSuccess) {
@@ -245,77 +235,4 @@ static int run_rank(int nranks, int rank, int port) {
   return g_failures == 0 ? 0 : 1;
 }
 
-static volatile sig_atomic_t g_deadline_passed = 0;
-static void on_alarm(int signal_number) {
-  (void)signal_number;
-  g_deadline_passed = 1;
-}
-
-static void kill_all(const pid_t* children, const int* running, int n) {
-  for (int r = 0; r < n; ++r) {
-    if (running[r]) kill(children[r], SIGKILL);
-  }
-}
-
-/* Forks the ranks and reaps them. Returns 0 when all passed, kInitFailed when
- * an init failed (the rest are killed), 1 on any other failure or the deadline. */
-static int run_job(int nranks, int port) {
-  pid_t children[kMaxRanks];
-  int running[kMaxRanks] = {0};
-  fflush(NULL);
-  for (int r = 0; r < nranks; ++r) {
-    children[r] = fork();
-    if (children[r] == 0) _exit(run_rank(nranks, r, port));
-    running[r] = children[r] > 0;
-    if (children[r] < 0) {
-      kill_all(children, running, r);
-      return 1;
-    }
-  }
-  int outcome = 0, left = nranks;
-  while (left > 0) {
-    int status = 0;
-    pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0 && errno == EINTR && g_deadline_passed) {
-      fprintf(stderr, "deadline passed with %d rank(s) still running; killing them\n", left);
-      kill_all(children, running, nranks);
-      outcome = 1;
-      continue;
-    }
-    if (pid < 0) break;
-    for (int r = 0; r < nranks; ++r) {
-      if (children[r] != pid) continue;
-      running[r] = 0;
-      --left;
-      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (code != 0 && outcome == 0) {
-        fprintf(stderr, "rank %d exited with %d\n", r, code);
-        outcome = code == kInitFailed ? kInitFailed : 1;
-        if (outcome == kInitFailed) kill_all(children, running, nranks);
-      }
-    }
-  }
-  return outcome;
-}
-
-int main(int argc, char** argv) {
-  int nranks = argc > 1 ? atoi(argv[1]) : 0;
-  if (nranks < 2 || nranks > kMaxRanks) {
-    fprintf(stderr, "usage: %s NRANKS (2..%d)\n", argv[0], kMaxRanks);
-    return 2;
-  }
-  setenv("CHORUS_TIMEOUT", "20", 0); /* a hang fails well inside the deadline */
-  struct sigaction action;
-  memset(&action, 0, sizeof action);
-  action.sa_handler = on_alarm; /* no SA_RESTART: waitpid returns EINTR */
-  sigaction(SIGALRM, &action, NULL);
-  alarm(kParentDeadline);
-  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
-    int port = pick_free_port();
-    if (port <= 0) continue;
-    int outcome = run_job(nranks, port);
-    if (outcome != kInitFailed) return outcome;
-    fprintf(stderr, "attempt %d on port %d: init failed, retrying\n", attempt, port);
-  }
-  return 1;
-}
+int main(int argc, char** argv) { return forked_main(argc, argv, 2, run_rank); }

@@ -1,12 +1,15 @@
 // Randomized mismatches, threads as ranks over shared memory and TCP: a seeded
-// generator picks a sequence of collectives; one random rank changes the
-// collective, count, dtype, op or root of one call (#k). Every rank must fail with
+// generator picks a sequence of collectives on 2, 3 or 8 ranks; a random group of
+// ranks (at least one, not all) changes the collective, count, dtype, op or root of
+// one call (#k) in the same way. Every rank must fail with
 // Mismatch, naming both calls #k (or, when it meets the mismatch in a later call,
 // that call and the other side's #k). A rank whose part of a call involved no rank
 // in another call (it only sent, or exchanged only with ranks that made the same
 // call) may complete it — with correct data, which is checked — and fails later, at
 // the latest in the barrier every rank closes with. Never a hang (the timeout is
 // short), never success with wrong data. CHORUS_MISMATCH_SEED=<n> reruns one trial.
+// RootSplit does the same without chance: every rooted collective, each group with
+// its own root (the two groups' calls each look whole from inside).
 #include "core/collective.hpp"
 #include "reference.hpp"
 #include "thread_ranks.hpp"
@@ -15,6 +18,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <random>
@@ -96,23 +100,37 @@ Call perturb(std::mt19937_64& rng, Call c, int n) {
 
 struct Trial {
   int ranks = 2;
-  std::vector<Call> calls;  ///< what every rank but `odd_rank` calls
+  std::vector<Call> calls;  ///< what every rank outside `odd` calls
   std::size_t odd_index = 0;
-  int odd_rank = 0;
+  std::vector<bool> odd;  ///< per rank: whether it calls `odd_call` as call #odd_index
   Call odd_call;
   const Call& call_of(int rank, std::size_t i) const {
-    return rank == odd_rank && i == odd_index ? odd_call : calls[i];
+    return odd[rank] && i == odd_index ? odd_call : calls[i];
+  }
+  std::string odd_ranks() const {
+    std::string text;
+    for (int r = 0; r < ranks; ++r) {
+      if (odd[r]) text += (text.empty() ? "" : ",") + std::to_string(r);
+    }
+    return text;
   }
 };
+
+constexpr int kRankCounts[] = {2, 3, 8};
 
 Trial make_trial(std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   Trial t;
-  t.ranks = 2 + static_cast<int>(rng() % 4);
+  t.ranks = kRankCounts[rng() % std::size(kRankCounts)];
   t.calls.resize(2 + rng() % 3);
   for (Call& c : t.calls) c = random_call(rng, t.ranks);
   t.odd_index = rng() % t.calls.size();
-  t.odd_rank = static_cast<int>(rng() % t.ranks);
+  t.odd.assign(t.ranks, false);
+  for (int r = 0; r < t.ranks; ++r) t.odd[r] = rng() % 3 == 0;
+  t.odd[rng() % t.ranks] = true;  // at least one
+  if (std::count(t.odd.begin(), t.odd.end(), true) == t.ranks) {
+    t.odd[rng() % t.ranks] = false;  // and not all
+  }
   t.odd_call = perturb(rng, t.calls[t.odd_index], t.ranks);
   return t;
 }
@@ -208,11 +226,9 @@ struct Outcome {
   std::string message;
 };
 
-void run_trial(const std::string& transport, std::uint64_t seed) {
-  const Trial t = make_trial(seed);
-  SCOPED_TRACE("seed " + std::to_string(seed) + " (CHORUS_MISMATCH_SEED=" + std::to_string(seed) +
-               "), " + std::to_string(t.ranks) + " ranks, rank " + std::to_string(t.odd_rank) +
-               " calls " + describe(stamp(t.odd_call, t.odd_index + 1)) + " instead of " +
+void run_trial(const std::string& transport, const Trial& t) {
+  SCOPED_TRACE(std::to_string(t.ranks) + " ranks over " + transport + ", ranks " + t.odd_ranks() +
+               " call " + describe(stamp(t.odd_call, t.odd_index + 1)) + " instead of " +
                describe(stamp(t.calls[t.odd_index], t.odd_index + 1)));
   ThreadJob job(t.ranks, {.transport = transport, .timeout = 5s});
   ASSERT_TRUE(job.ok());
@@ -254,11 +270,56 @@ void run_trial(const std::string& transport, std::uint64_t seed) {
 }
 
 void run_trials(const std::string& transport, std::uint64_t base) {
+  const auto run_seed = [&](std::uint64_t seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + " (CHORUS_MISMATCH_SEED=" + std::to_string(seed) +
+                 ")");
+    run_trial(transport, make_trial(seed));
+  };
   if (const char* seed = std::getenv("CHORUS_MISMATCH_SEED")) {
-    return run_trial(transport, std::strtoull(seed, nullptr, 0));
+    return run_seed(std::strtoull(seed, nullptr, 0));
   }
   for (int trial = 0; trial < kTrials && !::testing::Test::HasFailure(); ++trial) {
-    run_trial(transport, base + trial);
+    run_seed(base + trial);
+  }
+}
+
+/// The ways RootSplit splits n ranks: {ranks with the odd root, odd root, everyone else's}.
+struct RootSplitCase {
+  std::vector<bool> odd;
+  int odd_root;
+  int root;
+};
+
+std::vector<RootSplitCase> root_split_cases(int n) {
+  std::vector<RootSplitCase> cases(3, RootSplitCase{std::vector<bool>(n, false), 0, 1});
+  cases[0].odd[0] = true;  // rank 0 alone with root 0: both roots in their own group
+  for (int r = 1; r < n; r += 2) cases[1].odd[r] = true;  // each group's root in the other
+  cases[1].root = 0;
+  cases[1].odd_root = 1;
+  for (int r : {1, n / 2 + 1, n - 1}) {  // a few with root 0, the rest with root n - 1
+    if (r < n) cases[2].odd[r] = true;
+  }
+  cases[2].root = n - 1;
+  return cases;
+}
+
+/// Every rooted collective of `count` elements on 2, 3 and 8 ranks, the ranks split in
+/// two groups that each make the call with their own root (root_split_cases).
+void run_root_splits(const std::string& transport, std::size_t count) {
+  for (Collective collective :
+       {Collective::Broadcast, Collective::Reduce, Collective::Gather, Collective::Scatter}) {
+    for (int n : kRankCounts) {
+      for (const RootSplitCase& split : root_split_cases(n)) {
+        if (::testing::Test::HasFailure()) return;
+        Trial t;
+        t.ranks = n;
+        t.calls = {Call{collective, count, DataType::Int32, ReduceOp::Sum, split.root}};
+        t.odd_call = t.calls[0];
+        t.odd_call.root = split.odd_root;
+        t.odd = split.odd;
+        run_trial(transport, t);
+      }
+    }
   }
 }
 
@@ -274,6 +335,19 @@ class ForcedAlgorithms {
 constexpr const char* kMessageAlgorithms =
     "allreduce=ring,broadcast=binomial,reduce=binomial,allgather=ring,reducescatter=ring,"
     "gather=binomial,scatter=binomial,alltoall=pairwise,barrier=dissemination";
+
+TEST(MismatchRandom, RootSplitSharedMemoryMessages) {
+  ForcedAlgorithms algo(kMessageAlgorithms);
+  run_root_splits("auto", 3);
+}
+TEST(MismatchRandom, RootSplitTcp) { run_root_splits("tcp", 3); }
+TEST(MismatchRandom, RootSplitHostArena) {
+  run_root_splits("auto", 3);
+  run_root_splits("auto", 100000);  // several rounds per call
+}
+TEST(MismatchRandom, RootSplitLarge) {
+  run_root_splits("auto", 1 << 20);  // large messages: the cma algorithms where selected
+}
 
 TEST(MismatchRandom, SharedMemoryMessages) {
   ForcedAlgorithms algo(kMessageAlgorithms);

@@ -2,6 +2,7 @@
 // message flowing fail with Mismatch on every rank, fast; a slow rank, a rank
 // ahead or behind, and point-to-point traffic are never reported.
 #include "mesh_harness.hpp"
+#include "transport/call_history.hpp"
 #include "transport/stall_probe.hpp"
 
 #include <gtest/gtest.h>
@@ -41,6 +42,27 @@ TEST(ProbeConflict, OnlySameSequenceDifferentCallsConflict) {
   recv.collective = Collective::Recv;
   EXPECT_FALSE(probe_conflict(0, allreduce_stamp(3), 2, send_stamp(3, 4)));
   EXPECT_FALSE(probe_conflict(0, recv, 2, broadcast_stamp(3)));
+}
+
+// A call this rank made is compared with a peer's call of the same number, even after
+// this rank left it; roots count; forgotten, unknown and point-to-point calls never conflict.
+TEST(CallHistory, NamesThisRanksOwnCallOfThatNumber) {
+  CallHistory history;
+  Fingerprint root1 = broadcast_stamp(3);
+  root1.root = 1;
+  history.made(root1);
+  history.made(allreduce_stamp(4));
+  history.made(send_stamp(3, 4));  // point-to-point: not remembered
+  auto sentence = history.conflict(1, 0, broadcast_stamp(3), "sent");
+  ASSERT_TRUE(sentence);
+  EXPECT_EQ(*sentence,
+            "rank 1 made broadcast #3 (count 4, float32, root 1) but rank 0 sent broadcast #3 "
+            "(count 4, float32, root 0)");
+  EXPECT_FALSE(history.conflict(1, 0, root1, "sent"));
+  EXPECT_FALSE(history.conflict(1, 0, broadcast_stamp(5), "sent"));  // not made yet
+  EXPECT_FALSE(history.conflict(1, 0, send_stamp(3, 4), "sent"));
+  history.made(allreduce_stamp(3 + CallHistory::kCalls));  // call #3 forgotten
+  EXPECT_FALSE(history.conflict(1, 0, broadcast_stamp(3), "sent"));
 }
 
 TEST(StallClock, ProbesOnceAfterTheDelayThenEveryRepeat) {
