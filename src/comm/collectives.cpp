@@ -111,6 +111,7 @@ std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& st
   {
     std::lock_guard lock(s.issue_mutex);
     args.fingerprint = fingerprint_of(args, ++s.collective_seq);
+    s.roots_digest.stamp(args.fingerprint);
     if (moves_nothing(args)) return nullptr;
     const detail::OpDescription op{args.fingerprint};
     if (issuing_blocking) args.started = coarse_now();

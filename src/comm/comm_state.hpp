@@ -4,6 +4,7 @@
 #include "algorithms/selection.hpp"
 #include "bootstrap/store.hpp"
 #include "comm/executor.hpp"
+#include "comm/roots_digest.hpp"
 #include "core/collective.hpp"
 #include "core/env.hpp"
 #include "core/yielding_lock.hpp"
@@ -40,6 +41,7 @@ struct CommState {
   // to stamp an operation and hand it to the executor (a short, non-blocking section).
   YieldingLock issue_mutex;
   std::uint64_t collective_seq = 0;
+  RootsDigest roots_digest;  ///< roots of rooted calls, checked by the next barrier
   std::uint64_t split_seq = 0;
   std::vector<std::uint64_t> send_seq, recv_seq;  ///< per peer
 

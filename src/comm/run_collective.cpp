@@ -64,6 +64,20 @@ void run_selected(CommState& comm, algorithms::CollectiveArgs& args) {
   run_choice(comm, args, select(comm, args));
 }
 
+/// A barrier that carries a roots digest: a Mismatch also names this rank's rooted calls.
+void run_barrier_after_rooted_calls(CommState& comm, algorithms::CollectiveArgs& args) {
+  try {
+    run_selected(comm, args);
+  } catch (const Error& error) {
+    if (error.status() != Status::Mismatch) throw;
+    throw Error(Status::Mismatch,
+                std::string(error.what()) +
+                    "; ranks whose roots digests differ passed different roots to a rooted call "
+                    "since the previous barrier; this rank's rooted calls: " +
+                    comm.roots_digest.calls_before(args.fingerprint.seq));
+  }
+}
+
 }  // namespace
 
 void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
@@ -73,6 +87,9 @@ void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
   args.host_arena = arena != nullptr;
   args.allow_cma = comm.config.cma;
   args.shared_windows = arena && arena->windows().ever_used();
+  if (args.collective == Collective::Barrier && args.fingerprint.root != -1) {
+    return run_barrier_after_rooted_calls(comm, args);
+  }
   if (!has_reduce_op(args.collective)) return run_selected(comm, args);
   const bool average = args.op == ReduceOp::Avg;
   const DataType wide = accumulation_type(args.dtype, args.op);

@@ -2,6 +2,7 @@
 #include "core/collective.hpp"
 
 #include <array>
+#include <cstdio>
 
 namespace chorus {
 namespace {
@@ -38,7 +39,13 @@ bool fingerprints_match(const Fingerprint& mine, const Fingerprint& theirs) noex
 std::string describe(const Fingerprint& fp) {
   std::string text(to_string(fp.collective));
   text += " #" + std::to_string(fp.seq);
-  if (fp.collective == Collective::Barrier) return text;
+  if (fp.collective == Collective::Barrier) {
+    if (fp.root == -1) return text;
+    // comm/roots_digest.hpp: the roots of the rooted calls since the previous barrier.
+    char digest[16];
+    std::snprintf(digest, sizeof digest, "%08x", static_cast<unsigned>(fp.root));
+    return text + " (after rooted calls whose roots digest to " + digest + ")";
+  }
   text += " (count " + std::to_string(fp.count) + ", ";
   text += to_string(static_cast<DataType>(fp.dtype));
   if (has_reduce_op(fp.collective))

@@ -48,7 +48,9 @@ constexpr bool is_point_to_point(Collective c) noexcept {
 /// Identity of one call, identical on every rank taking part in it.
 /// For send/recv `seq` counts the messages of that (sender, receiver) pair and
 /// `root` is unused (-1); for collectives `seq` counts collectives on the communicator.
-/// For all-to-all-v `count` is 0 (counts legitimately differ per rank).
+/// For all-to-all-v `count` is 0 (counts legitimately differ per rank). A barrier's `root`
+/// digests the roots of the rooted calls since the previous barrier (-1: none), so that ranks
+/// which disagreed on a root fail at the barrier at the latest (comm/roots_digest.hpp).
 struct Fingerprint {
   std::uint64_t seq = 0;
   std::uint64_t count = 0;

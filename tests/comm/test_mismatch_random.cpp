@@ -265,7 +265,12 @@ void run_trial(const std::string& transport, const Trial& t) {
               o.message.ends_with(" #" + std::to_string(seq));
     }
     const bool next = (contains(o.message, a) || contains(o.message, b)) && later;
-    EXPECT_TRUE(both || next) << "rank " << r << ": " << o.message;
+    // Ranks that disagreed on a root and each completed the call: the closing barriers'
+    // roots digests differ (the rank that found it names its rooted calls; the others may
+    // learn of it from that rank's abort).
+    const bool roots = a.find(", root ") != std::string::npos &&
+                       contains(o.message, "whose roots digest to");
+    EXPECT_TRUE(both || next || roots) << "rank " << r << ": " << o.message;
   }
 }
 
