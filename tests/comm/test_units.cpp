@@ -1,5 +1,6 @@
 // The comm layer's pure parts: argument validation and the ordered executor.
 #include "comm/executor.hpp"
+#include "comm/roots_digest.hpp"
 #include "comm/validate.hpp"
 
 #include <chorus/error.hpp>
@@ -93,6 +94,49 @@ TEST(Validate, PointToPointPeers) {
   EXPECT_THROW(validate_point_to_point(Collective::Recv, &x, 1, DataType::Float32, 2, 0, 2), Error);
   EXPECT_THROW(validate_point_to_point(Collective::Recv, nullptr, 1, DataType::Float32, 1, 0, 2),
                Error);
+}
+
+/// Stamps a sequence of calls (collective, root) as the communicator does; returns the
+/// barriers' fingerprints.
+std::vector<Fingerprint> stamp_calls(detail::RootsDigest& digest,
+                                     std::vector<std::pair<Collective, int>> calls) {
+  std::vector<Fingerprint> barriers;
+  std::uint64_t seq = 0;
+  for (auto [collective, root] : calls) {
+    Fingerprint fp;
+    fp.seq = ++seq;
+    fp.collective = collective;
+    fp.root = has_root(collective) ? root : -1;
+    digest.stamp(fp);
+    if (collective == Collective::Barrier) barriers.push_back(fp);
+  }
+  return barriers;
+}
+
+TEST(RootsDigest, BarriersCarryTheRootsOfTheRootedCallsSinceThePreviousOne) {
+  using C = Collective;
+  detail::RootsDigest same, other, none;
+  const std::vector<std::pair<C, int>> calls = {
+      {C::Broadcast, 0}, {C::AllReduce, -1}, {C::Gather, 2},  {C::Barrier, -1},
+      {C::Barrier, -1},  {C::Scatter, 1},    {C::Barrier, -1}};
+  auto mine = stamp_calls(same, calls);
+  auto changed = calls;
+  changed[2].second = 1;  // the gather's root differs on the other rank
+  auto theirs = stamp_calls(other, changed);
+  ASSERT_EQ(mine.size(), 3u);
+  EXPECT_NE(mine[0].root, -1);
+  EXPECT_FALSE(fingerprints_match(mine[0], theirs[0]));  // the barrier after the gather
+  EXPECT_EQ(mine[1].root, -1);                           // no rooted call since
+  EXPECT_TRUE(fingerprints_match(mine[2], theirs[2]));   // a new digest after each barrier
+  EXPECT_TRUE(fingerprints_match(mine[1], theirs[1]));
+  EXPECT_NE(describe(mine[0]).find("whose roots digest to"), std::string::npos);
+  EXPECT_EQ(same.calls_before(4),
+            "broadcast #1 (count 0, int8, root 0), gather #3 (count 0, int8, root 2)");
+  EXPECT_EQ(same.calls_before(5), "");  // a barrier that carried no digest
+  // The same roots in another order are another sequence of calls.
+  auto swapped =
+      stamp_calls(none, {{C::Broadcast, 2}, {C::AllReduce, -1}, {C::Gather, 0}, {C::Barrier, -1}});
+  EXPECT_FALSE(fingerprints_match(mine[0], swapped[0]));
 }
 
 TEST(Executor, RunsInSubmissionOrderAndReportsFailures) {
