@@ -250,5 +250,22 @@ TEST(Init, SingleRankWithPortZero) {
   EXPECT_EQ(c.size(), 1);
 }
 
+// A CHORUS_SOCKET_IFNAME that fits no interface here fails at once, before the store is
+// reached (nobody serves this one).
+TEST(Init, UnknownSocketInterfaceFailsAtStart) {
+  ::setenv("CHORUS_SOCKET_IFNAME", "nosuch0", 1);
+  InitOptions o;
+  o.nranks = 2;
+  o.rank = 1;
+  o.store_address = "127.0.0.1:1";
+  o.timeout = std::chrono::seconds(20);
+  std::string message;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(status_of([&] { Communicator::init(o); }, &message), Status::InvalidArgument);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_NE(message.find("CHORUS_SOCKET_IFNAME=\"nosuch0\""), std::string::npos) << message;
+  ::unsetenv("CHORUS_SOCKET_IFNAME");
+}
+
 }  // namespace
 }  // namespace chorus::testing
