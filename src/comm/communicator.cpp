@@ -132,7 +132,7 @@ Communicator Communicator::init_from_env() {
   options.nranks = info.world_size;
   options.rank = info.rank;
   options.store_address = info.master_addr + ":" + std::to_string(info.master_port);
-  options.host_store = env_or("CHORUS_STORE_EXTERNAL", "0") != "1";
+  options.host_store = !env_flag("CHORUS_STORE_EXTERNAL", false);
   return init(options);
 }
 

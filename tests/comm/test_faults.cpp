@@ -250,6 +250,24 @@ TEST(Init, SingleRankWithPortZero) {
   EXPECT_EQ(c.size(), 1);
 }
 
+// Every boolean CHORUS_* variable goes through one parser: a bad value fails the creation
+// with the same sentence, whichever variable it is, before any store is started.
+// (CHORUS_TRACE_SIGNAL: FlightRecorder.SettingsAreChecked.)
+TEST(Init, BadBooleanVariablesFailAlike) {
+  ::setenv("RANK", "0", 1);
+  ::setenv("WORLD_SIZE", "1", 1);
+  ::setenv("MASTER_PORT", "1", 1);
+  for (const char* name : {"CHORUS_STORE_EXTERNAL", "CHORUS_CMA"}) {
+    ::setenv(name, "abc", 1);
+    std::string message;
+    EXPECT_EQ(status_of([] { Communicator::init_from_env(); }, &message), Status::InvalidArgument)
+        << name;
+    EXPECT_EQ(message, std::string(name) + " must be 0 or 1, got 'abc'");
+    ::unsetenv(name);
+  }
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_PORT"}) ::unsetenv(name);
+}
+
 // A CHORUS_SOCKET_IFNAME that fits no interface here fails at once, before the store is
 // reached (nobody serves this one).
 TEST(Init, UnknownSocketInterfaceFailsAtStart) {
