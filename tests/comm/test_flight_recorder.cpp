@@ -1,9 +1,8 @@
 // The flight recorder: the ring itself, the dump files (after a timeout and on
-// SIGUSR1) and the timeout sentence that names the rank that never arrived.
+// SIGUSR1), and the timeout that names the rank that never arrived.
 #include "comm/flight_recorder.hpp"
 #include "comm/flight_recorder_dump.hpp"
 #include "thread_ranks.hpp"
-#include "transport/stall_probe.hpp"
 
 #include <gtest/gtest.h>
 
@@ -160,20 +159,6 @@ TEST(FlightRecorder, NamesAndIdsAreStable) {
   EXPECT_NE(a, detail::trace_job_id("secret", 29500, "chorus/g2/world"));
   EXPECT_EQ(a.size(), 12u);
   EXPECT_EQ(detail::trace_path("/d", {"j", 4, "world", 0, 1}), "/d/chorus-trace-j-4-world.json");
-}
-
-TEST(TimeoutSentence, NamesTheRanksThatNeverArrived) {
-  std::vector<std::optional<Fingerprint>> seen(6);
-  seen[1] = call(Collective::AllReduce, 12);
-  seen[2] = call(Collective::AllReduce, 13);
-  seen[3] = call(Collective::Broadcast, 11);
-  seen[4] = call(Collective::AllReduce, 12);
-  EXPECT_EQ(transport::arrival_clause(0, call(Collective::AllReduce, 12), seen),
-            "ranks 3, 5 never reached it (rank 3 last seen in broadcast #11 (count 4, float32, "
-            "root 0); rank 5 never heard from)");
-  seen[3] = seen[5] = call(Collective::AllReduce, 12);
-  EXPECT_EQ(transport::arrival_clause(0, call(Collective::AllReduce, 12), seen),
-            "every rank reached it");
 }
 
 /// Sets an environment variable while it lives.
