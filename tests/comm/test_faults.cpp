@@ -1,4 +1,5 @@
 // Mismatched calls, aborts, timeouts and bad arguments, threads as ranks.
+#include "scoped_env.hpp"
 #include "thread_ranks.hpp"
 
 #include <gtest/gtest.h>
@@ -254,24 +255,20 @@ TEST(Init, SingleRankWithPortZero) {
 // with the same sentence, whichever variable it is, before any store is started.
 // (CHORUS_TRACE_SIGNAL: FlightRecorder.SettingsAreChecked.)
 TEST(Init, BadBooleanVariablesFailAlike) {
-  ::setenv("RANK", "0", 1);
-  ::setenv("WORLD_SIZE", "1", 1);
-  ::setenv("MASTER_PORT", "1", 1);
+  ScopedEnv rank("RANK", "0"), size("WORLD_SIZE", "1"), port("MASTER_PORT", "1");
   for (const char* name : {"CHORUS_STORE_EXTERNAL", "CHORUS_CMA"}) {
-    ::setenv(name, "abc", 1);
+    ScopedEnv bad(name, "abc");
     std::string message;
     EXPECT_EQ(status_of([] { Communicator::init_from_env(); }, &message), Status::InvalidArgument)
         << name;
     EXPECT_EQ(message, std::string(name) + " must be 0 or 1, got 'abc'");
-    ::unsetenv(name);
   }
-  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_PORT"}) ::unsetenv(name);
 }
 
 // A CHORUS_SOCKET_IFNAME that fits no interface here fails at once, before the store is
 // reached (nobody serves this one).
 TEST(Init, UnknownSocketInterfaceFailsAtStart) {
-  ::setenv("CHORUS_SOCKET_IFNAME", "nosuch0", 1);
+  ScopedEnv ifname("CHORUS_SOCKET_IFNAME", "nosuch0");
   InitOptions o;
   o.nranks = 2;
   o.rank = 1;
@@ -282,7 +279,6 @@ TEST(Init, UnknownSocketInterfaceFailsAtStart) {
   EXPECT_EQ(status_of([&] { Communicator::init(o); }, &message), Status::InvalidArgument);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_NE(message.find("CHORUS_SOCKET_IFNAME=\"nosuch0\""), std::string::npos) << message;
-  ::unsetenv("CHORUS_SOCKET_IFNAME");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The timeout sentence: its parts, and one shape on every transport (TCP links,
 // shared-memory links, the host arena) when a rank never makes a call.
+#include "float_call.hpp"
+#include "scoped_env.hpp"
 #include "thread_ranks.hpp"
 #include "transport/timeout_sentence.hpp"
 
@@ -18,34 +20,25 @@ using namespace std::chrono_literals;
 using transport::arrival_clause;
 using transport::timeout_sentence;
 
-Fingerprint call(Collective c, std::uint64_t seq, std::uint64_t count = 4) {
-  Fingerprint fp;
-  fp.collective = c;
-  fp.seq = seq;
-  fp.count = count;
-  fp.dtype = static_cast<std::uint8_t>(DataType::Float32);
-  fp.root = has_root(c) ? 0 : -1;
-  return fp;
-}
-
 TEST(TimeoutSentence, NamesTheRanksThatNeverArrived) {
   std::vector<std::optional<Fingerprint>> seen(6);
-  seen[1] = call(Collective::AllReduce, 12);
-  seen[2] = call(Collective::AllReduce, 13);
-  seen[3] = call(Collective::Broadcast, 11);
-  seen[4] = call(Collective::AllReduce, 12);
-  EXPECT_EQ(arrival_clause(0, call(Collective::AllReduce, 12), seen),
+  seen[1] = float_call(Collective::AllReduce, 12);
+  seen[2] = float_call(Collective::AllReduce, 13);
+  seen[3] = float_call(Collective::Broadcast, 11);
+  seen[4] = float_call(Collective::AllReduce, 12);
+  EXPECT_EQ(arrival_clause(0, float_call(Collective::AllReduce, 12), seen),
             "ranks 3, 5 never reached it (rank 3 last seen in broadcast #11 (count 4, float32, "
             "root 0); rank 5 not seen in any call yet)");
-  seen[3] = seen[5] = call(Collective::AllReduce, 12);
-  EXPECT_EQ(arrival_clause(0, call(Collective::AllReduce, 12), seen), "every rank reached it");
+  seen[3] = seen[5] = float_call(Collective::AllReduce, 12);
+  EXPECT_EQ(arrival_clause(0, float_call(Collective::AllReduce, 12), seen),
+            "every rank reached it");
 }
 
 TEST(TimeoutSentence, OneShapeForCollectivesAndPointToPoint) {
   std::vector<std::optional<Fingerprint>> seen(3);
-  seen[1] = call(Collective::AllReduce, 4);
-  seen[2] = call(Collective::AllReduce, 5);
-  EXPECT_EQ(timeout_sentence({0, call(Collective::AllReduce, 5), 1500ms, "1",
+  seen[1] = float_call(Collective::AllReduce, 4);
+  seen[2] = float_call(Collective::AllReduce, 5);
+  EXPECT_EQ(timeout_sentence({0, float_call(Collective::AllReduce, 5), 1500ms, "1",
                               "round 9 in the host arena", seen}),
             "allreduce #5 (count 4, float32, sum) timed out after 1.5s: rank 1 never reached it "
             "(rank 1 last seen in allreduce #4 (count 4, float32, sum)); waiting for rank(s) 1 "
@@ -56,25 +49,15 @@ TEST(TimeoutSentence, OneShapeForCollectivesAndPointToPoint) {
 
 TEST(TimeoutSentence, TheNewerSightingWins) {
   std::vector<std::optional<Fingerprint>> seen(2);
-  seen[1] = call(Collective::AllReduce, 6);
-  transport::merge_sightings(
-      seen, {std::nullopt, call(Collective::Barrier, 3), call(Collective::Broadcast, 2)});
+  seen[1] = float_call(Collective::AllReduce, 6);
+  transport::merge_sightings(seen, {std::nullopt, float_call(Collective::Barrier, 3),
+                                    float_call(Collective::Broadcast, 2)});
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_EQ(seen[1]->seq, 6u);
   EXPECT_EQ(seen[2]->collective, Collective::Broadcast);
-  transport::merge_sightings(seen, {std::nullopt, call(Collective::Send, 9)});  // ignored
+  transport::merge_sightings(seen, {std::nullopt, float_call(Collective::Send, 9)});  // ignored
   EXPECT_EQ(seen[1]->seq, 6u);
 }
-
-/// Sets an environment variable while it lives.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 /// (transport, CHORUS_ALGO): "" lets shared memory pick the arena (shm_direct); "ring"
 /// keeps it on the shared-memory links.

@@ -1,5 +1,6 @@
 // CHORUS_* parsing: CHORUS_TIMEOUT's stated range and the one parser of boolean variables.
 #include "core/env.hpp"
+#include "scoped_env.hpp"
 
 #include <chorus/error.hpp>
 
@@ -11,17 +12,9 @@
 namespace chorus {
 namespace {
 
+using testing::ScopedEnv;
+
 using namespace std::chrono_literals;
-
-/// Sets an environment variable while it lives.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 /// The sentence read_config throws with `name`=`value`; "" when it accepts it.
 std::string config_error(const char* name, const char* value) {
