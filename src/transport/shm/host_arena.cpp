@@ -3,6 +3,7 @@
 
 #include "core/env.hpp"
 #include "transport/stall_probe.hpp"
+#include "transport/timeout_sentence.hpp"
 
 #include <sched.h>
 

@@ -47,7 +47,6 @@
 #include "transport/doorbell.hpp"
 #include "transport/shm/segment.hpp"
 #include "transport/shm/windows.hpp"
-#include "transport/timeout_sentence.hpp"
 #include "transport/wait_policy.hpp"
 
 #include <chorus/error.hpp>
