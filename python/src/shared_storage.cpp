@@ -1,6 +1,10 @@
 // CHORUS_TORCH_SHARED_BUCKETS; see shared_storage.hpp.
 #include "shared_storage.hpp"
 
+#include "core/env.hpp"
+
+#include <chorus/error.hpp>
+
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
 
@@ -30,11 +34,11 @@ void free_shared_memory(void* context) {
 }  // namespace
 
 bool shared_buckets_from_env() {
-  const char* value = std::getenv("CHORUS_TORCH_SHARED_BUCKETS");
-  if (!value || std::string(value) == "0") return false;
-  TORCH_CHECK(std::string(value) == "1", "chorus: CHORUS_TORCH_SHARED_BUCKETS is \"", value,
-              "\"; expected 0 or 1");
-  return true;
+  try {
+    return chorus::env_flag("CHORUS_TORCH_SHARED_BUCKETS", false);
+  } catch (const chorus::Error& e) {
+    TORCH_CHECK(false, "chorus: ", e.what());
+  }
 }
 
 bool wants_shared_storage(const at::Tensor& t) {

@@ -1,12 +1,9 @@
-// Host/port text, name resolution and the address a rank advertises.
+// Host/port text, name resolution and printable addresses.
 #include "bootstrap/address.hpp"
-
-#include "core/env.hpp"
 
 #include <chorus/error.hpp>
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 
 #include <cerrno>
@@ -31,25 +28,6 @@ std::uint16_t parse_port(const std::string& text, const std::string& digits) {
   }
   if (value > 65535) bad_address(text, "the port is out of range");
   return static_cast<std::uint16_t>(value);
-}
-
-/// The IPv4/IPv6 address of network interface `name`, or "" when there is none.
-std::string interface_address(const std::string& name) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return "";
-  std::string v4;
-  std::string v6;
-  for (ifaddrs* it = list; it; it = it->ifa_next) {
-    if (!it->ifa_addr || name != it->ifa_name) continue;
-    int family = it->ifa_addr->sa_family;
-    if (family == AF_INET && v4.empty()) {
-      v4 = detail::numeric_host(it->ifa_addr, sizeof(sockaddr_in));
-    } else if (family == AF_INET6 && v6.empty()) {
-      v6 = detail::numeric_host(it->ifa_addr, sizeof(sockaddr_in6));
-    }
-  }
-  freeifaddrs(list);
-  return v4.empty() ? v6 : v4;
 }
 
 }  // namespace
@@ -84,12 +62,6 @@ std::string to_string(const HostPort& address) {
 }
 
 std::string local_address_of(const Socket& connected) {
-  std::string advertised = env_or("CHORUS_SOCKET_IFNAME", "");
-  if (!advertised.empty()) {
-    // An interface name ("eth0") is looked up; anything else is an address or host name.
-    std::string from_interface = interface_address(advertised);
-    return from_interface.empty() ? advertised : from_interface;
-  }
   sockaddr_storage storage{};
   socklen_t length = sizeof(storage);
   if (getsockname(connected.fd(), reinterpret_cast<sockaddr*>(&storage), &length) != 0) {

@@ -72,12 +72,26 @@ class Variables {
   const GetEnv& getenv_;
 };
 
-/// True when the launcher's hints say every rank runs on this node.
-bool all_ranks_local(const Variables& env, const Launcher& launcher, long long size) {
-  if (size == 1) return true;
-  if (auto local_size = env.integer(launcher.local_size)) return *local_size == size;
-  if (auto nodes = env.integer(launcher.node_count)) return *nodes == 1;
-  return launcher.assume_local;
+/// Why MASTER_ADDR is needed: the launcher's hints do not show every rank on this node.
+/// "" when they do (so 127.0.0.1 serves).
+std::string why_not_local(const Variables& env, const Launcher& launcher, long long size) {
+  if (size == 1) return "";
+  const std::string ranks = std::string(launcher.size) + "=" + std::to_string(size) + " ranks";
+  if (auto local_size = env.integer(launcher.local_size)) {
+    if (*local_size == size) return "";
+    return std::string(launcher.local_size) + "=" + std::to_string(*local_size) + " of the " +
+           ranks + " run on this host";
+  }
+  if (auto nodes = env.integer(launcher.node_count)) {
+    if (*nodes == 1) return "";
+    return std::string(launcher.node_count) + "=" + std::to_string(*nodes) + " hosts run the " +
+           ranks;
+  }
+  if (launcher.assume_local) return "";
+  const bool by_size = *launcher.local_size != '\0';
+  const std::string hint = by_size ? launcher.local_size : launcher.node_count;
+  return hint + " is not set, so Chorus assumed that the " + ranks + " may span several hosts (" +
+         hint + "=" + (by_size ? std::to_string(size) : "1") + " says they all run on this one)";
 }
 
 LaunchInfo read_with(const Variables& env, const Launcher& launcher) {
@@ -100,12 +114,12 @@ LaunchInfo read_with(const Variables& env, const Launcher& launcher) {
   info.source = launcher.source;
   if (auto addr = env.text("MASTER_ADDR")) {
     info.master_addr = *addr;
-  } else if (all_ranks_local(env, launcher, size)) {
+  } else if (std::string why = why_not_local(env, launcher, size); why.empty()) {
     info.master_addr = "127.0.0.1";
   } else {
-    throw Error(Status::InvalidArgument,
-                std::string("MASTER_ADDR is not set and the ranks of this ") + launcher.source +
-                    " job span several hosts: set MASTER_ADDR to the host of rank 0");
+    throw Error(Status::InvalidArgument, std::string("MASTER_ADDR is not set and ") + why + " (" +
+                                             launcher.source +
+                                             " variables): set MASTER_ADDR to the host of rank 0");
   }
   long long port = env.integer("MASTER_PORT").value_or(kDefaultMasterPort);
   require_argument(port >= 1 && port <= 65535,

@@ -67,8 +67,7 @@ void write_full(int fd, const void* data, std::size_t bytes, Deadline deadline);
 void set_nonblocking(int fd, bool on);
 void set_nodelay(int fd);
 
-/// Address of this host that peers can reach: CHORUS_SOCKET_IFNAME if set (an
-/// address), else the address the socket connected to the store goes out from.
+/// The local address a connected socket goes out from (numeric).
 std::string local_address_of(const Socket& connected);
 
 }  // namespace chorus::net

@@ -1,5 +1,6 @@
 // Communicator lifetime: init (store + transport rendezvous), split, abort, destroy.
 #include "algorithms/selection.hpp"
+#include "bootstrap/interfaces.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/socket.hpp"
 #include "comm/comm_state.hpp"
@@ -100,6 +101,8 @@ Communicator Communicator::init(const InitOptions& options) {
   net::HostPort address = net::parse_host_port(options.store_address);
   const Config config = config_for(options);
   set_log_rank(options.rank);
+  // A CHORUS_SOCKET_IFNAME that fits no local interface fails here, on every rank, at once.
+  if (!config.socket_ifname.empty()) net::advertised_address(config.socket_ifname);
   const Deadline deadline = deadline_after(config.timeout);
   std::shared_ptr<StoreServer> server;
   if (options.host_store && options.rank == 0) {
@@ -129,7 +132,7 @@ Communicator Communicator::init_from_env() {
   options.nranks = info.world_size;
   options.rank = info.rank;
   options.store_address = info.master_addr + ":" + std::to_string(info.master_port);
-  options.host_store = env_or("CHORUS_STORE_EXTERNAL", "0") != "1";
+  options.host_store = !env_flag("CHORUS_STORE_EXTERNAL", false);
   return init(options);
 }
 

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -87,15 +88,15 @@ void install_signal_dumper() {
 }
 
 std::size_t parse_buffer(const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || *end != '\0' || errno != 0 || value > kMaxTraceBuffer) {
+  std::size_t value = 0;
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(text.data(), last, value);
+  if (ec != std::errc() || end != last || value > kMaxTraceBuffer) {
     throw Error(Status::InvalidArgument,
                 "CHORUS_TRACE_BUFFER must be a number of operations from 0 to " +
                     std::to_string(kMaxTraceBuffer) + ", got '" + text + "'");
   }
-  return static_cast<std::size_t>(value);
+  return value;
 }
 
 /// Writes `text` to `path` through a temporary file; false (and errno) on failure.
@@ -135,12 +136,7 @@ TraceSettings read_trace_settings() {
   TraceSettings settings;
   settings.buffer = parse_buffer(env_or("CHORUS_TRACE_BUFFER", "256"));
   settings.dir = env_or("CHORUS_TRACE_DIR", "/tmp");
-  const std::string signal = env_or("CHORUS_TRACE_SIGNAL", "1");
-  if (signal != "0" && signal != "1") {
-    throw Error(Status::InvalidArgument,
-                "CHORUS_TRACE_SIGNAL must be 0 or 1, got '" + signal + "'");
-  }
-  settings.signal = signal == "1";
+  settings.signal = env_flag("CHORUS_TRACE_SIGNAL", true);
   return settings;
 }
 

@@ -3,18 +3,27 @@
 
 #include <chorus/error.hpp>
 
+#include <charconv>
 #include <cstdlib>
 #include <string>
 
 namespace chorus {
 namespace {
 
+/// CHORUS_TIMEOUT's range, in seconds: a millisecond (the clock a deadline is kept in)
+/// to kMaxTimeoutSeconds (about 115 days; far from the clock's overflow).
+constexpr double kMinTimeoutSeconds = 0.001;
+constexpr double kMaxTimeoutSeconds = 1e7;
+
 std::chrono::milliseconds parse_timeout(const std::string& text) {
-  char* end = nullptr;
-  double seconds = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || !(seconds > 0) || seconds > 1e7) {
-    throw Error(Status::InvalidArgument,
-                "CHORUS_TIMEOUT must be a positive number of seconds, got '" + text + "'");
+  double seconds = 0;
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(text.data(), last, seconds);
+  if (ec != std::errc() || end != last || !(seconds >= kMinTimeoutSeconds) ||
+      seconds > kMaxTimeoutSeconds) {
+    throw Error(
+        Status::InvalidArgument,
+        "CHORUS_TIMEOUT must be a number of seconds from 0.001 to 10000000, got '" + text + "'");
   }
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
 }
@@ -28,16 +37,20 @@ LogLevel parse_level(const std::string& text) {
               "CHORUS_DEBUG must be ERROR, WARN, INFO or TRACE, got '" + text + "'");
 }
 
-bool parse_cma(const std::string& text) {
-  if (text == "0" || text == "1") return text == "1";
-  throw Error(Status::InvalidArgument, "CHORUS_CMA must be 0 or 1, got '" + text + "'");
-}
-
 }  // namespace
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value && *value ? std::string(value) : fallback;
+}
+
+bool env_flag(const char* name, bool fallback) {
+  const std::string text = env_or(name, "");
+  if (text.empty()) return fallback;
+  if (text != "0" && text != "1") {
+    throw Error(Status::InvalidArgument, std::string(name) + " must be 0 or 1, got '" + text + "'");
+  }
+  return text == "1";
 }
 
 Config read_config() {
@@ -51,7 +64,7 @@ Config read_config() {
   config.auth_token = env_or("CHORUS_AUTH_TOKEN", "");
   config.socket_ifname = env_or("CHORUS_SOCKET_IFNAME", "");
   config.tuning_file = env_or("CHORUS_TUNING_FILE", "");
-  config.cma = parse_cma(env_or("CHORUS_CMA", "1"));
+  config.cma = env_flag("CHORUS_CMA", true);
   return config;
 }
 

@@ -2,6 +2,7 @@
 // shared-memory links, then the TCP links, and hand them to a ProgressEngine.
 #include "transport/mesh.hpp"
 
+#include "bootstrap/interfaces.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "transport/mesh_internal.hpp"
 #include "transport/progress_engine.hpp"
@@ -13,10 +14,6 @@
 
 #include <chorus/error.hpp>
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 namespace chorus::transport {
@@ -87,25 +84,6 @@ Kind parse_kind(const std::string& text) {
               "CHORUS_TRANSPORT is \"" + text + "\"; expected auto, tcp or shm");
 }
 
-std::string choose_advertise_address(const std::string& advertise_host) {
-  if (!advertise_host.empty()) return advertise_host;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return "127.0.0.1";
-  std::string chosen = "127.0.0.1";
-  for (ifaddrs* it = list; it; it = it->ifa_next) {
-    if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET) continue;
-    if (!(it->ifa_flags & IFF_UP) || (it->ifa_flags & IFF_LOOPBACK)) continue;
-    char text[INET_ADDRSTRLEN] = {};
-    auto* address = reinterpret_cast<sockaddr_in*>(it->ifa_addr);
-    if (::inet_ntop(AF_INET, &address->sin_addr, text, sizeof(text))) {
-      chosen = text;
-      break;
-    }
-  }
-  ::freeifaddrs(list);
-  return chosen;
-}
-
 std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
                                            const MeshOptions& options,
                                            const LocalIdentity& identity) {
@@ -120,7 +98,7 @@ std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
   RankInfo mine{identity.host, identity.pid, "", 0, random_token()};
   net::Socket listener;
   if (options.kind != Kind::Shm) {
-    mine.address = choose_advertise_address(options.advertise_host);
+    mine.address = net::advertised_address(options.advertise_host);
     listener = net::listen_tcp(is_ipv6(mine.address) ? "::" : "", 0);
     mine.port = net::local_port(listener);
   }

@@ -18,7 +18,7 @@ Kind parse_kind(const std::string& text);
 struct MeshOptions {
   Kind kind = Kind::Auto;      ///< Shm: every pair must share a host, else InvalidUsage
   std::string secret;          ///< proves membership on every data connection
-  std::string advertise_host;  ///< address peers connect to; "" = detect
+  std::string advertise_host;  ///< CHORUS_SOCKET_IFNAME (net::advertised_address); "" = detect
   Deadline deadline;           ///< for the whole rendezvous
 };
 

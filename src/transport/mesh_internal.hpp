@@ -18,8 +18,4 @@ std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
                                            const MeshOptions& options,
                                            const LocalIdentity& identity);
 
-/// The address peers on other hosts connect to: `advertise_host` when given,
-/// else the first non-loopback IPv4 address of an interface that is up, else 127.0.0.1.
-std::string choose_advertise_address(const std::string& advertise_host);
-
 }  // namespace chorus::transport

@@ -2,6 +2,7 @@
 #include "transport/progress_engine.hpp"
 
 #include "transport/abort_frame.hpp"
+#include "transport/timeout_sentence.hpp"
 
 #include <poll.h>
 #include <sched.h>
@@ -21,13 +22,6 @@ using namespace std::chrono_literals;
 
 constexpr auto kLivenessPeriod = 50ms;  ///< pid checks; also the longest sleep
 constexpr auto kAbortBudget = 250ms;    ///< time spent telling peers about a failure
-
-std::string format_seconds(Clock::duration d) {
-  double seconds = std::chrono::duration<double>(d).count();
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f", seconds);
-  return text;
-}
 
 }  // namespace
 
@@ -264,18 +258,19 @@ void ProgressEngine::throw_timeout(std::span<const RequestId> ids, Clock::durati
   std::string list;
   for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
   if (any_rank) list += list.empty() ? "any" : ", any";
-  const std::string waiting = "waiting for rank(s) " + list + " (" + first +
-                              (more > 0 ? ", and " + std::to_string(more) + " more" : "") + ")";
+  TimedOutWait wait{rank_,
+                    std::nullopt,
+                    waited,
+                    list,
+                    first + (more > 0 ? ", and " + std::to_string(more) + " more" : ""),
+                    {}};
   const std::vector<Fingerprint> calls = pending_calls(ids);
-  if (calls.empty()) {
-    throw Error(Status::Timeout, "timed out after " + format_seconds(waited) + "s " + waiting);
+  if (!calls.empty()) {  // the oldest collective is the one this rank is blocked in
+    wait.call = *std::min_element(calls.begin(), calls.end(),
+                                  [](const auto& a, const auto& b) { return a.seq < b.seq; });
+    wait.last_seen = last_seen();
   }
-  // "allreduce #12 (...) timed out after 5.0s: rank 2 never reached it (...); waiting for ..."
-  const Fingerprint& call = *std::min_element(
-      calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
-  throw Error(Status::Timeout, describe(call) + " timed out after " + format_seconds(waited) +
-                                   "s: " + arrival_clause(rank_, call, last_seen()) + "; " +
-                                   waiting);
+  throw Error(Status::Timeout, timeout_sentence(wait));
 }
 
 /// Sleeps until something may have happened for this rank, or `until`.
@@ -357,7 +352,6 @@ void ProgressEngine::throw_if_broken() const {
 void ProgressEngine::arena_check(const Fingerprint& call, bool send_probe) {
   std::lock_guard lock(progress_mutex_);
   throw_if_broken();
-  arena_call_ = call;
   try {
     const auto now = Clock::now();
     if (now >= next_liveness_) {
@@ -393,7 +387,12 @@ std::optional<Error> ProgressEngine::arena_lost(int r) {
 
 void ProgressEngine::arena_fail(const Error& error) {
   std::lock_guard lock(progress_mutex_);
-  fail(error.status() == Status::Timeout && arena_call_ ? arena_timeout(error) : error);
+  fail(error);
+}
+
+std::vector<std::optional<Fingerprint>> ProgressEngine::arena_sightings() {
+  std::lock_guard lock(progress_mutex_);
+  return last_seen();
 }
 
 void ProgressEngine::send_abort_frames() noexcept {

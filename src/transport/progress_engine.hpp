@@ -68,6 +68,7 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   void arena_throw_if_broken() override { throw_if_broken(); }
   std::optional<Error> arena_lost(int r) override;
   [[noreturn]] void arena_fail(const Error& error) override;
+  std::vector<std::optional<Fingerprint>> arena_sightings() override;
 
   void check_post(int peer, const void* data, std::size_t bytes) const;
   void check_ids(std::span<const RequestId> ids) const;
@@ -88,8 +89,6 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   std::vector<Fingerprint> pending_calls(std::span<const RequestId> ids) const;
   /// Where each peer was last seen (sightings and held probes), for the timeout sentence.
   std::vector<std::optional<Fingerprint>> last_seen() const;
-  /// An arena wait's timeout, restated to name the ranks that never reached the call.
-  Error arena_timeout(const Error& error) const;
   /// Sends a PROBE to every peer when the stall clock says so.
   void maybe_probe(std::span<const RequestId> ids, Clock::time_point now);
   /// Throws Mismatch when a held probe conflicts with a listed pending collective; drops
@@ -136,7 +135,6 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   std::optional<Error> failure_;           ///< guarded by failure_mutex_
   WaitPolicy wait_policy_;                 ///< polling, yielding, sleeping (chosen for this host)
   std::unique_ptr<shm::HostArena> arena_;  ///< null unless every rank shares this host
-  std::optional<Fingerprint> arena_call_;  ///< the call of the latest arena_check
 };
 
 }  // namespace chorus::transport

@@ -40,22 +40,6 @@ std::optional<Fingerprint> PeerSightings::last(int peer, const PendingMap& pendi
   return seen;
 }
 
-std::string arrival_clause(int self, const Fingerprint& call,
-                           const std::vector<std::optional<Fingerprint>>& last_seen) {
-  std::vector<int> missing;
-  for (int p = 0; p < static_cast<int>(last_seen.size()); ++p) {
-    if (p != self && (!last_seen[p] || last_seen[p]->seq < call.seq)) missing.push_back(p);
-  }
-  if (missing.empty()) return "every rank reached it";
-  std::string ranks, where;
-  for (int p : missing) {
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(p);
-    where += (where.empty() ? "rank " : "; rank ") + std::to_string(p) +
-             (last_seen[p] ? " last seen in " + describe(*last_seen[p]) : " never heard from");
-  }
-  return (missing.size() == 1 ? "rank " : "ranks ") + ranks + " never reached it (" + where + ")";
-}
-
 std::vector<std::optional<Fingerprint>> ProgressEngine::last_seen() const {
   std::vector<std::optional<Fingerprint>> seen(size_);
   for (int p = 0; p < size_; ++p) {
@@ -67,12 +51,6 @@ std::vector<std::optional<Fingerprint>> ProgressEngine::last_seen() const {
     }
   }
   return seen;
-}
-
-Error ProgressEngine::arena_timeout(const Error& error) const {
-  return Error(Status::Timeout, describe(*arena_call_) + " timed out: " +
-                                    arrival_clause(rank_, *arena_call_, last_seen()) + " (" +
-                                    error.what() + ")");
 }
 
 std::vector<Fingerprint> ProgressEngine::pending_calls(std::span<const RequestId> ids) const {

@@ -90,12 +90,4 @@ class PeerSightings {
   std::vector<Recv> latest_recv_;
 };
 
-/// The part of a timeout sentence after "<call> timed out after Ns: ": which ranks
-/// never reached `call` — seen last in an earlier call, or never seen — e.g.
-/// "ranks 3, 5 never reached it (rank 3 last seen in broadcast #11 (count 4, float32,
-/// root 0); rank 5 never heard from)", or "every rank reached it". `last_seen[p]` is
-/// where rank p was last seen; `self` is skipped.
-std::string arrival_clause(int self, const Fingerprint& call,
-                           const std::vector<std::optional<Fingerprint>>& last_seen);
-
 }  // namespace chorus::transport

@@ -57,6 +57,24 @@ TEST(LaunchEnv, TorchrunDefaults) {
   expect_rejected({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}}, "MASTER_ADDR");
 }
 
+// Without MASTER_ADDR, the sentence says which hint is missing and what Chorus assumed,
+// rather than claiming that the ranks span several hosts.
+TEST(LaunchEnv, MissingMasterAddrSaysWhatIsMissing) {
+  expect_rejected({{"RANK", "1"}, {"WORLD_SIZE", "4"}},
+                  "MASTER_ADDR is not set and LOCAL_WORLD_SIZE is not set, so Chorus assumed "
+                  "that the WORLD_SIZE=4 ranks may span several hosts (LOCAL_WORLD_SIZE=4 says "
+                  "they all run on this one) (torchrun variables): set MASTER_ADDR to the host "
+                  "of rank 0");
+  expect_rejected({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "6"}},
+                  "SLURM_NNODES is not set, so Chorus assumed that the SLURM_NTASKS=6 ranks may "
+                  "span several hosts (SLURM_NNODES=1 says they all run on this one)");
+  expect_rejected({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}},
+                  "MASTER_ADDR is not set and LOCAL_WORLD_SIZE=2 of the WORLD_SIZE=4 ranks run "
+                  "on this host");
+  expect_rejected({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "6"}, {"SLURM_NNODES", "3"}},
+                  "MASTER_ADDR is not set and SLURM_NNODES=3 hosts run the SLURM_NTASKS=6 ranks");
+}
+
 TEST(LaunchEnv, TorchrunWinsOverOtherLaunchers) {
   LaunchInfo info = read({{"RANK", "2"},
                           {"WORLD_SIZE", "4"},

@@ -144,15 +144,6 @@ TEST(Socket, LocalhostNameAndIpv6Loopback) {
   EXPECT_EQ(local_address_of(v6_client), "::1");
 }
 
-TEST(Socket, AdvertisedAddressComesFromTheEnvironment) {
-  auto [client, server] = testing::tcp_pair();
-  setenv("CHORUS_SOCKET_IFNAME", "10.1.2.3", 1);
-  EXPECT_EQ(local_address_of(client), "10.1.2.3");
-  setenv("CHORUS_SOCKET_IFNAME", "lo", 1);  // an interface name is looked up
-  EXPECT_EQ(local_address_of(client), "127.0.0.1");
-  unsetenv("CHORUS_SOCKET_IFNAME");
-}
-
 TEST(Socket, UnresolvableNameIsInvalidArgument) {
   try {
     connect_tcp({"no-such-host.invalid", 80}, deadline_after(2s));

@@ -1,4 +1,5 @@
 // Mismatched calls, aborts, timeouts and bad arguments, threads as ranks.
+#include "scoped_env.hpp"
 #include "thread_ranks.hpp"
 
 #include <gtest/gtest.h>
@@ -317,6 +318,36 @@ TEST(Init, SingleRankWithPortZero) {
   c.all_reduce(&v, &v, 1, DataType::Float64, ReduceOp::Avg);
   EXPECT_EQ(v, 2.5);
   EXPECT_EQ(c.size(), 1);
+}
+
+// Every boolean CHORUS_* variable goes through one parser: a bad value fails the creation
+// with the same sentence, whichever variable it is, before any store is started.
+// (CHORUS_TRACE_SIGNAL: FlightRecorder.SettingsAreChecked.)
+TEST(Init, BadBooleanVariablesFailAlike) {
+  ScopedEnv rank("RANK", "0"), size("WORLD_SIZE", "1"), port("MASTER_PORT", "1");
+  for (const char* name : {"CHORUS_STORE_EXTERNAL", "CHORUS_CMA"}) {
+    ScopedEnv bad(name, "abc");
+    std::string message;
+    EXPECT_EQ(status_of([] { Communicator::init_from_env(); }, &message), Status::InvalidArgument)
+        << name;
+    EXPECT_EQ(message, std::string(name) + " must be 0 or 1, got 'abc'");
+  }
+}
+
+// A CHORUS_SOCKET_IFNAME that fits no interface here fails at once, before the store is
+// reached (nobody serves this one).
+TEST(Init, UnknownSocketInterfaceFailsAtStart) {
+  ScopedEnv ifname("CHORUS_SOCKET_IFNAME", "nosuch0");
+  InitOptions o;
+  o.nranks = 2;
+  o.rank = 1;
+  o.store_address = "127.0.0.1:1";
+  o.timeout = std::chrono::seconds(20);
+  std::string message;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(status_of([&] { Communicator::init(o); }, &message), Status::InvalidArgument);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_NE(message.find("CHORUS_SOCKET_IFNAME=\"nosuch0\""), std::string::npos) << message;
 }
 
 }  // namespace

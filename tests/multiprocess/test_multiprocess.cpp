@@ -43,6 +43,33 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ChorusrunJob,
                                   std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
+/// A 2-rank TCP job of the collectives worker with CHORUS_SOCKET_IFNAME=`ifname`.
+test::ProcessResult run_with_ifname(const std::string& ifname) {
+  test::ProcessOptions options;
+  options.env = {"CHORUS_TRANSPORT=tcp", "CHORUS_TIMEOUT=60", "CHORUS_SOCKET_IFNAME=" + ifname};
+  options.timeout = 90s;
+  return test::run_process({CHORUSRUN_PATH, "-n", "2", MP_WORKER_PATH, "collectives"}, options);
+}
+
+// CHORUS_SOCKET_IFNAME takes an interface name, as NCCL_SOCKET_IFNAME does: each rank
+// advertises lo's address for its TCP links.
+TEST(SocketIfname, TcpJobOverANamedInterfaceCompletes) {
+  test::ProcessResult result = run_with_ifname("lo");
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("0 wrong"), std::string::npos) << result.out << result.err;
+}
+
+// A value that fits no interface of the host fails every rank at start, naming it.
+TEST(SocketIfname, UnknownInterfaceFailsEveryRankAtStart) {
+  test::ProcessResult result = run_with_ifname("nosuch0");
+  EXPECT_NE(result.exit_code, 0) << result.out << result.err;
+  EXPECT_LT(result.seconds, 20.0) << result.err;
+  const std::string sentence = "CHORUS_SOCKET_IFNAME=\"nosuch0\" selects no interface";
+  const std::size_t first = result.err.find(sentence);
+  ASSERT_NE(first, std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(sentence, first + 1), std::string::npos) << result.err;  // both ranks
+}
+
 /// Starts one worker process with the launcher variables of `rank`.
 pid_t spawn_rank(int rank, int n, const std::vector<std::string>& extra_env) {
   std::vector<std::string> env;

@@ -50,15 +50,17 @@ class Mesh {
  public:
   using Identity = std::function<LocalIdentity(int)>;
 
+  /// `advertise`: MeshOptions::advertise_host (CHORUS_SOCKET_IFNAME) of every rank.
   Mesh(int n, Kind kind, Identity identity = same_host,
-       std::chrono::milliseconds timeout = std::chrono::seconds(20))
+       std::chrono::milliseconds timeout = std::chrono::seconds(20),
+       const std::string& advertise = "127.0.0.1")
       : server_("127.0.0.1", 0, kSecret), transports_(n) {
     for (int r = 0; r < n; ++r) stores_.push_back(client());
     run_threads(n, [&](int r) {
       MeshOptions options;
       options.kind = kind;
       options.secret = kSecret;
-      options.advertise_host = "127.0.0.1";
+      options.advertise_host = advertise;
       options.deadline = deadline_after(timeout);
       transports_[r] = connect_mesh_as(*stores_[r], r, n, options, identity(r));
     });

@@ -197,6 +197,15 @@ TEST(MeshMixed, TwoHostsUseBothLinkKinds) {
   }
 }
 
+// Ranks on other hosts connect to what each advertises: an interface name
+// (CHORUS_SOCKET_IFNAME=lo) is advertised as its address, never as the name.
+TEST(MeshMixed, AnInterfaceNameIsAdvertisedAsItsAddress) {
+  auto two_hosts = [](int r) { return LocalIdentity{r % 2 ? "host-b" : "host-a", ::getpid()}; };
+  Mesh mesh(2, Kind::Tcp, two_hosts, 5s, "lo");
+  ASSERT_TRUE(mesh.ok());
+  ring_exchange(mesh, 777, 1);
+}
+
 TEST(MeshMixed, ShmNeedsOneHost) {
   StoreServer server("127.0.0.1", 0, kSecret);
   run_threads(2, [&](int r) {

@@ -3,6 +3,7 @@
 
 #include "core/env.hpp"
 #include "transport/stall_probe.hpp"
+#include "transport/timeout_sentence.hpp"
 
 #include <sched.h>
 
@@ -227,8 +228,7 @@ void HostArena::fail(const Error& error) {
 /// Spin, then yield, then sleep on the doorbell (wait_policy_); the watcher runs every
 /// kCheckPeriod.
 void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
-  wait_until([&] { return reached(r, value); }, [&] { return "rank " + std::to_string(r); },
-             std::span<const int>(&r, 1), deadline);
+  wait_until([&] { return reached(r, value); }, value, std::span<const int>(&r, 1), deadline);
 }
 
 void HostArena::wait_any(std::span<const int> ranks, std::uint64_t value, Deadline deadline) {
@@ -238,18 +238,43 @@ void HostArena::wait_any(std::span<const int> ranks, std::uint64_t value, Deadli
     }
     return false;
   };
-  const auto who = [&] {
-    std::string names = ranks.size() == 1 ? "rank " : "any of ranks ";
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-      names += (i ? ", " : "") + std::to_string(ranks[i]);
-    }
-    return names;
-  };
-  wait_until(any, who, ranks, deadline);
+  wait_until(any, value, ranks, deadline);
 }
 
-template <typename Reached, typename Who>
-void HostArena::wait_until(Reached&& reached, Who&& who, std::span<const int> awaited,
+std::optional<Fingerprint> HostArena::newest_call_of(int r) const {
+  std::uint64_t newest = 0;
+  std::optional<Fingerprint> call;
+  for (const RecordLine& line_of_round : line(r).rounds) {
+    const RoundRecord& record = line_of_round.record;
+    const std::uint64_t before = record.round.load(std::memory_order_acquire);
+    if (before <= newest) continue;  // older, or 0: never written or being rewritten
+    const std::uint64_t seq = record.seq.load(std::memory_order_acquire);
+    const std::uint64_t count = record.count.load(std::memory_order_acquire);
+    const std::uint64_t shape = record.shape.load(std::memory_order_acquire);
+    if (record.round.load(std::memory_order_relaxed) != before) continue;  // torn
+    newest = before;
+    call = unpack(seq, count, shape);
+  }
+  return call;
+}
+
+void HostArena::fail_timeout(std::span<const int> awaited, std::uint64_t value,
+                             Clock::duration waited) {
+  std::vector<std::optional<Fingerprint>> seen(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) seen[static_cast<std::size_t>(r)] = newest_call_of(r);
+  }
+  if (watcher_) merge_sightings(seen, watcher_->arena_sightings());
+  std::string ranks;
+  for (int r : awaited) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  const std::string what = (value % 2 ? "second phase of round " : "round ") +
+                           std::to_string(value / 2) + " in the host arena";
+  fail(Error(Status::Timeout,
+             timeout_sentence({rank_, call_, waited, ranks, what, std::move(seen)})));
+}
+
+template <typename Reached>
+void HostArena::wait_until(Reached&& reached, std::uint64_t value, std::span<const int> awaited,
                            Deadline deadline) {
   if (wait_policy_.spin.count() > 0) {  // ranks that share cores yield at once instead
     for (int i = 0; i < kQuickPolls; ++i) {
@@ -283,8 +308,7 @@ void HostArena::wait_until(Reached&& reached, Who&& who, std::span<const int> aw
       }
     }
     if (now >= deadline) {
-      fail(Error(Status::Timeout, "timed out waiting for " + who() + " in the host arena (" +
-                                      describe(call_) + ")"));
+      fail_timeout(awaited, value, now - start);
     }
     const Backoff::Action action = backoff.next(now);
     if (action == Backoff::Action::Spin) {

@@ -110,6 +110,9 @@ class ArenaWatcher {
   [[noreturn]] virtual void arena_fail(const Error& error) = 0;
   /// Throws what broke the transport, if anything has (no progress, no liveness pass).
   virtual void arena_throw_if_broken() = 0;
+  /// Where the transport last saw each rank (messages, probes), for the timeout sentence;
+  /// empty when it knows nothing.
+  virtual std::vector<std::optional<Fingerprint>> arena_sightings() { return {}; }
 };
 
 class HostArena {
@@ -187,11 +190,18 @@ class HostArena {
   void wait_slow(int r, std::uint64_t value, Deadline deadline);
   /// Waits until some rank of `ranks` has a flag of at least `value` (records unchecked).
   void wait_any(std::span<const int> ranks, std::uint64_t value, Deadline deadline);
-  /// Polls `reached()`, then yields, then sleeps (the wait policy), with watcher passes and
-  /// the deadline; `who()` names what it waited for in a timeout. Fails when one of the
-  /// `awaited` ranks is gone (ArenaWatcher::arena_lost) and `reached()` still is not.
-  template <typename Reached, typename Who>
-  void wait_until(Reached&& reached, Who&& who, std::span<const int> awaited, Deadline deadline);
+  /// Polls `reached()` (a flag of `awaited` at `value`), then yields, then sleeps (the wait
+  /// policy), with watcher passes and the deadline. Fails when one of the `awaited` ranks is
+  /// gone (ArenaWatcher::arena_lost) and `reached()` still is not.
+  template <typename Reached>
+  void wait_until(Reached&& reached, std::uint64_t value, std::span<const int> awaited,
+                  Deadline deadline);
+  /// The call of the newest round record rank `r` published: where it was last seen here.
+  std::optional<Fingerprint> newest_call_of(int r) const;
+  /// Fails with the timeout sentence (timeout_sentence) of a wait of `waited` for a flag of
+  /// `awaited` at `value`; ranks are seen in their round records and the watcher's sightings.
+  [[noreturn]] void fail_timeout(std::span<const int> awaited, std::uint64_t value,
+                                 Clock::duration waited);
 
   std::shared_ptr<Segment> segment_;
   int rank_;
