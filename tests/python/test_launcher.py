@@ -65,3 +65,23 @@ def test_two_nodes_on_loopback():
     for node, (code, out, err) in enumerate(results):
         assert code == 0, "node {}: {}".format(node, err)
         expect_ranks_ok(out, range(2 * node, 2 * node + 2), 4)
+
+
+def test_launcher_secret_stays_out_of_the_c10d_store(monkeypatch):
+    """With CHORUS_AUTH_TOKEN (chorusrun gives every rank the job's), rank 0 publishes only its
+    store's address in torch's unauthenticated store; without it, a fresh secret goes along."""
+    from chorus_torch import _bootstrap
+    from torch.distributed import HashStore
+
+    store = HashStore()
+    monkeypatch.setenv("CHORUS_AUTH_TOKEN", "launcher-token")
+    server, address, secret = _bootstrap._publish(store, "k", "127.0.0.1")
+    assert secret == "launcher-token"
+    assert store.get("k").decode() == "127.0.0.1:{}".format(server.port)
+    assert _bootstrap._read(store, "k", 1) == (address, "launcher-token")
+    monkeypatch.delenv("CHORUS_AUTH_TOKEN")
+    with pytest.raises(RuntimeError, match="CHORUS_AUTH_TOKEN, which is not set on rank 1"):
+        _bootstrap._read(store, "k", 1)
+    server, address, secret = _bootstrap._publish(store, "k2", "127.0.0.1")
+    assert len(secret) == 64 and store.get("k2").decode() == address + " " + secret
+    assert _bootstrap._read(store, "k2", 1) == (address, secret)
