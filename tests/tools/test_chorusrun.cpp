@@ -136,15 +136,25 @@ constexpr const char* kPrintEnv =
     "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT "
     "$CHORUS_STORE_EXTERNAL $CHORUS_AUTH_TOKEN $CHORUS_STORE_ADDR $CHORUS_STORE_PORT";
 
+// The per-rank words of a kPrintEnv job expected to succeed with `ranks` ranks here;
+// lines of another length are reported and padded, so that tests may index any field.
+std::vector<std::vector<std::string>> env_lines(const ProcessResult& result, std::size_t ranks) {
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  auto lines = tagged_words(result.out);
+  EXPECT_EQ(lines.size(), ranks) << result.out;
+  for (auto& words : lines) {
+    EXPECT_EQ(words.size(), 12u) << result.out;
+    words.resize(12);
+  }
+  return lines;
+}
+
 TEST(Chorusrun, EnvironmentPerRank) {
   ProcessResult result = chorusrun({"--tag-output", "-n", "3", "sh", "-c", kPrintEnv},
                                    with_env({"CHORUS_AUTH_TOKEN"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto lines = tagged_words(result.out);
-  ASSERT_EQ(lines.size(), 3u) << result.out;
+  auto lines = env_lines(result, 3);
   std::set<std::string> ranks;
   for (const auto& f : lines) {
-    ASSERT_EQ(f.size(), 12u) << result.out;
     EXPECT_EQ(f[0], "[" + f[1] + "]");
     ranks.insert(f[1]);
     EXPECT_EQ(f[2], "3");
@@ -192,11 +202,7 @@ TEST(Chorusrun, GivenTokenAndSecondNodeNumbering) {
       chorusrun({"--tag-output", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
                  "--master-port", "29500", "-n", "2", "sh", "-c", kPrintEnv},
                 with_env({"CHORUS_AUTH_TOKEN=s3cret"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto lines = tagged_words(result.out);
-  ASSERT_EQ(lines.size(), 2u) << result.out;
-  for (const auto& f : lines) {
-    ASSERT_EQ(f.size(), 12u) << result.out;
+  for (const auto& f : env_lines(result, 2)) {
     EXPECT_TRUE(f[1] == "2" || f[1] == "3") << f[1];
     EXPECT_EQ(f[2], "4");
     EXPECT_EQ(std::stoi(f[1]) - 2, std::stoi(f[3]));
@@ -214,11 +220,7 @@ TEST(Chorusrun, TorchrunSpellings) {
       chorusrun({"--tag-output", "--nproc_per_node", "2", "--nnodes=1", "--node_rank", "0",
                  "--master_addr", "localhost", "--master_port=29577", "sh", "-c", kPrintEnv},
                 with_env({"CHORUS_AUTH_TOKEN"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto lines = tagged_words(result.out);
-  ASSERT_EQ(lines.size(), 2u) << result.out;
-  for (const auto& f : lines) {
-    ASSERT_EQ(f.size(), 12u) << result.out;
+  for (const auto& f : env_lines(result, 2)) {
     EXPECT_EQ(f[2], "2");
     EXPECT_EQ(f[5], "0");
     EXPECT_EQ(f[6], "localhost");
