@@ -200,9 +200,9 @@ options:
   --node-rank R                index of this node, 0 <= R < N (default 0)
   --master-addr HOST           address of node 0 (default 127.0.0.1; required
                                with --nnodes > 1)
-  --master-port PORT           the program's MASTER_PORT, left free for it (torch's
-                               env:// rendezvous binds it on rank 0); default: a
-                               free port; required with --nnodes > 1
+  --master-port PORT           MASTER_PORT, left free for the program (torch's
+                               env:// rendezvous binds it on rank 0); default:
+                               a free port; required with --nnodes > 1
   --store-port PORT            port of chorusrun's store on node 0 (default: a
                                free port; with --nnodes > 1, --master-port + 1)
   --tag-output                 prefix every output line with "[rank] "
@@ -218,8 +218,8 @@ torchrun's spellings work too: a long option may use '_' for '-'
 (--nproc_per_node, --master_addr, --master_port, --node_rank, --nnodes).
 
 A program whose name ends in .py runs as `$CHORUS_PYTHON script.py args...`,
-CHORUS_PYTHON defaulting to )" CHORUS_DEFAULT_PYTHON R"( (the interpreter this
-build's torch backend is for); other programs run as they are, found in PATH
+CHORUS_PYTHON defaulting to the interpreter this build's torch backend is for,
+)" CHORUS_DEFAULT_PYTHON R"(. Other programs run as they are, found in PATH
 unless the name contains '/'.
 
 Every rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (the
