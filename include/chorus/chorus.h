@@ -79,7 +79,8 @@ CHORUS_API const char* chorusGetErrorString(chorusResult_t result);
  * the calling thread's last failure. */
 CHORUS_API const char* chorusGetLastError(chorusComm_t comm);
 
-/* Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (falling back to Slurm, Open MPI, PMI). */
+/* Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (falling back to Slurm, Open MPI, PMI);
+   the store is at CHORUS_STORE_ADDR:CHORUS_STORE_PORT when set (chorusrun sets them). */
 CHORUS_API chorusResult_t chorusCommInitFromEnv(chorusComm_t* comm);
 /* Rank 0 hosts the store at store_host_port ("host:port"). */
 CHORUS_API chorusResult_t chorusCommInit(chorusComm_t* comm, int nranks, int rank,

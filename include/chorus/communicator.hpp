@@ -65,7 +65,8 @@ class CHORUS_EXPORT Communicator {
   /// Joins the job described by `options`; collective over all ranks.
   static Communicator init(const InitOptions& options);
   /// Joins using the launcher's variables (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,
-  /// falling back to Slurm, Open MPI and PMI variables).
+  /// falling back to Slurm, Open MPI and PMI variables); the store is at
+  /// CHORUS_STORE_ADDR:CHORUS_STORE_PORT when set (chorusrun sets them).
   static Communicator init_from_env();
 
   explicit operator bool() const { return state_ != nullptr; }

@@ -94,6 +94,28 @@ std::string why_not_local(const Variables& env, const Launcher& launcher, long l
          hint + "=" + (by_size ? std::to_string(size) : "1") + " says they all run on this one)";
 }
 
+/// CHORUS_STORE_ADDR (chorusrun's store), else MASTER_ADDR, else loopback when every
+/// rank runs on this host.
+std::string store_host(const Variables& env, const Launcher& launcher, long long size) {
+  if (auto addr = env.text("CHORUS_STORE_ADDR")) return *addr;
+  if (auto addr = env.text("MASTER_ADDR")) return *addr;
+  std::string why = why_not_local(env, launcher, size);
+  if (why.empty()) return "127.0.0.1";
+  throw Error(Status::InvalidArgument, std::string("MASTER_ADDR is not set and ") + why + " (" +
+                                           launcher.source +
+                                           " variables): set MASTER_ADDR to the host of rank 0");
+}
+
+/// CHORUS_STORE_PORT (chorusrun's store, apart from the program's MASTER_PORT), else
+/// MASTER_PORT, else torchrun's default.
+int store_port(const Variables& env) {
+  const char* name = env.text("CHORUS_STORE_PORT") ? "CHORUS_STORE_PORT" : "MASTER_PORT";
+  long long port = env.integer(name).value_or(kDefaultMasterPort);
+  require_argument(port >= 1 && port <= 65535,
+                   std::string(name) + " must be between 1 and 65535, got " + std::to_string(port));
+  return static_cast<int>(port);
+}
+
 LaunchInfo read_with(const Variables& env, const Launcher& launcher) {
   long long rank = env.required(launcher.rank, launcher.source);
   long long size = env.required(launcher.size, launcher.source);
@@ -112,19 +134,8 @@ LaunchInfo read_with(const Variables& env, const Launcher& launcher) {
   info.world_size = static_cast<int>(size);
   info.local_rank = static_cast<int>(local_rank);
   info.source = launcher.source;
-  if (auto addr = env.text("MASTER_ADDR")) {
-    info.master_addr = *addr;
-  } else if (std::string why = why_not_local(env, launcher, size); why.empty()) {
-    info.master_addr = "127.0.0.1";
-  } else {
-    throw Error(Status::InvalidArgument, std::string("MASTER_ADDR is not set and ") + why + " (" +
-                                             launcher.source +
-                                             " variables): set MASTER_ADDR to the host of rank 0");
-  }
-  long long port = env.integer("MASTER_PORT").value_or(kDefaultMasterPort);
-  require_argument(port >= 1 && port <= 65535,
-                   "MASTER_PORT must be between 1 and 65535, got " + std::to_string(port));
-  info.master_port = static_cast<int>(port);
+  info.master_addr = store_host(env, launcher, size);
+  info.master_port = store_port(env);
   return info;
 }
 

@@ -13,9 +13,9 @@ struct LaunchInfo {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
-  std::string master_addr;  ///< host of the store
-  int master_port = 0;
-  std::string source;  ///< "torchrun", "slurm", "openmpi", "pmi"
+  std::string master_addr;  ///< host of the store: CHORUS_STORE_ADDR, else MASTER_ADDR
+  int master_port = 0;      ///< port of the store: CHORUS_STORE_PORT, else MASTER_PORT
+  std::string source;       ///< "torchrun", "slurm", "openmpi", "pmi"
 };
 
 using GetEnv = std::function<const char*(const char*)>;
@@ -29,6 +29,9 @@ using GetEnv = std::function<const char*(const char*)>;
 ///   MPI_LOCALNRANKS equal to the size, SLURM_NNODES == 1, or PMI without any
 ///   hint); otherwise it is an error asking to set MASTER_ADDR.
 /// - MASTER_PORT defaults to 29500 (torchrun's default).
+/// - CHORUS_STORE_ADDR and CHORUS_STORE_PORT, when set, take the place of MASTER_ADDR
+///   and MASTER_PORT: chorusrun's store, on a port apart from the program's own
+///   rendezvous (torch's env:// TCPStore binds MASTER_PORT on rank 0).
 /// Throws Error(InvalidArgument) naming the variable that is missing or
 /// malformed: integers must parse fully, 0 <= rank < size, 0 <= local rank < size,
 /// 1 <= port <= 65535; and when no launcher variables are found at all.

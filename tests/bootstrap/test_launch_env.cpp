@@ -85,6 +85,33 @@ TEST(LaunchEnv, TorchrunWinsOverOtherLaunchers) {
   EXPECT_EQ(info.rank, 2);
 }
 
+// chorusrun's store is on a port of its own; MASTER_* stay the program's (torch's env://).
+TEST(LaunchEnv, ChorusStoreVariablesComeFirst) {
+  const Env chorusrun = {{"RANK", "1"},
+                         {"WORLD_SIZE", "2"},
+                         {"MASTER_ADDR", "node0"},
+                         {"MASTER_PORT", "1234"},
+                         {"CHORUS_STORE_ADDR", "store-host"},
+                         {"CHORUS_STORE_PORT", "4321"}};
+  LaunchInfo info = read(chorusrun);
+  EXPECT_EQ(info.master_addr, "store-host");
+  EXPECT_EQ(info.master_port, 4321);
+  info = read({{"SLURM_PROCID", "0"},
+               {"SLURM_NTASKS", "2"},
+               {"SLURM_NNODES", "1"},
+               {"CHORUS_STORE_PORT", "99"}});
+  EXPECT_EQ(info.master_addr, "127.0.0.1");  // one node: the port alone is enough
+  EXPECT_EQ(info.master_port, 99);
+  info = read({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"CHORUS_STORE_ADDR", "s"}});
+  EXPECT_EQ(info.master_addr, "s");  // needs no MASTER_ADDR
+  EXPECT_EQ(info.master_port, 29500);
+  Env bad = chorusrun;
+  bad["CHORUS_STORE_PORT"] = "0";
+  expect_rejected(bad, "CHORUS_STORE_PORT must be between 1 and 65535, got 0");
+  bad["CHORUS_STORE_PORT"] = "p";
+  expect_rejected(bad, "CHORUS_STORE_PORT must be an integer, got 'p'");
+}
+
 TEST(LaunchEnv, Slurm) {
   LaunchInfo info = read({{"SLURM_PROCID", "5"},
                           {"SLURM_NTASKS", "6"},

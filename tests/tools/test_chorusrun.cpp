@@ -134,17 +134,27 @@ std::vector<std::vector<std::string>> tagged_words(const std::string& out) {
 
 constexpr const char* kPrintEnv =
     "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT "
-    "$CHORUS_STORE_EXTERNAL $CHORUS_AUTH_TOKEN";
+    "$CHORUS_STORE_EXTERNAL $CHORUS_AUTH_TOKEN $CHORUS_STORE_ADDR $CHORUS_STORE_PORT";
+
+// The per-rank words of a kPrintEnv job expected to succeed with `ranks` ranks here;
+// lines of another length are reported and padded, so that tests may index any field.
+std::vector<std::vector<std::string>> env_lines(const ProcessResult& result, std::size_t ranks) {
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  auto lines = tagged_words(result.out);
+  EXPECT_EQ(lines.size(), ranks) << result.out;
+  for (auto& words : lines) {
+    EXPECT_EQ(words.size(), 12u) << result.out;
+    words.resize(12);
+  }
+  return lines;
+}
 
 TEST(Chorusrun, EnvironmentPerRank) {
   ProcessResult result = chorusrun({"--tag-output", "-n", "3", "sh", "-c", kPrintEnv},
                                    with_env({"CHORUS_AUTH_TOKEN"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto lines = tagged_words(result.out);
-  ASSERT_EQ(lines.size(), 3u) << result.out;
+  auto lines = env_lines(result, 3);
   std::set<std::string> ranks;
   for (const auto& f : lines) {
-    ASSERT_EQ(f.size(), 10u) << result.out;
     EXPECT_EQ(f[0], "[" + f[1] + "]");
     ranks.insert(f[1]);
     EXPECT_EQ(f[2], "3");
@@ -153,9 +163,13 @@ TEST(Chorusrun, EnvironmentPerRank) {
     EXPECT_EQ(f[5], "0");
     EXPECT_EQ(f[6], "127.0.0.1");
     EXPECT_GT(std::stoi(f[7]), 0);
+    EXPECT_EQ(f[7], lines[0][7]);
     EXPECT_EQ(f[8], "1");
     EXPECT_EQ(f[9].size(), 64u);
     EXPECT_EQ(f[9], lines[0][9]);  // one secret per job
+    EXPECT_EQ(f[10], "127.0.0.1");
+    EXPECT_GT(std::stoi(f[11]), 0);
+    EXPECT_NE(f[11], f[7]);  // the store leaves MASTER_PORT to the program
   }
   EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"}));
 }
@@ -188,18 +202,76 @@ TEST(Chorusrun, GivenTokenAndSecondNodeNumbering) {
       chorusrun({"--tag-output", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
                  "--master-port", "29500", "-n", "2", "sh", "-c", kPrintEnv},
                 with_env({"CHORUS_AUTH_TOKEN=s3cret"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto lines = tagged_words(result.out);
-  ASSERT_EQ(lines.size(), 2u) << result.out;
-  for (const auto& f : lines) {
-    ASSERT_EQ(f.size(), 10u) << result.out;
+  for (const auto& f : env_lines(result, 2)) {
     EXPECT_TRUE(f[1] == "2" || f[1] == "3") << f[1];
     EXPECT_EQ(f[2], "4");
     EXPECT_EQ(std::stoi(f[1]) - 2, std::stoi(f[3]));
     EXPECT_EQ(f[5], "1");
     EXPECT_EQ(f[7], "29500");
     EXPECT_EQ(f[9], "s3cret");
+    EXPECT_EQ(f[10], "127.0.0.1");
+    EXPECT_EQ(f[11], "29501");  // --master-port + 1 without --store-port
   }
+}
+
+// torchrun's spellings reach the ranks' environment like chorusrun's own.
+TEST(Chorusrun, TorchrunSpellings) {
+  ProcessResult result =
+      chorusrun({"--tag-output", "--nproc_per_node", "2", "--nnodes=1", "--node_rank", "0",
+                 "--master_addr", "localhost", "--master_port=29577", "sh", "-c", kPrintEnv},
+                with_env({"CHORUS_AUTH_TOKEN"}));
+  for (const auto& f : env_lines(result, 2)) {
+    EXPECT_EQ(f[2], "2");
+    EXPECT_EQ(f[5], "0");
+    EXPECT_EQ(f[6], "localhost");
+    EXPECT_EQ(f[7], "29577");
+    EXPECT_EQ(f[10], "localhost");
+    EXPECT_NE(f[11], "29577");
+  }
+}
+
+TEST(Chorusrun, Version) {
+  ProcessResult result = chorusrun({"--version"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, std::string("chorusrun ") + CHORUS_VERSION + "\n");
+}
+
+// A .py program runs under $CHORUS_PYTHON, by default the interpreter of the torch backend.
+TEST(Chorusrun, PythonScriptRunsUnderPython) {
+  TempDir dir;
+  const std::string script = dir.path() + "/show.py";
+  std::ofstream(script) << "import os, sys\nprint(sys.executable, os.environ['RANK'], "
+                           "*sys.argv[1:])\n";
+  ProcessResult result =
+      chorusrun({"--tag-output", "-n", "2", script, "a", "b"}, with_env({"CHORUS_PYTHON"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (std::string rank : {"0", "1"}) {
+    EXPECT_NE(result.out.find("[" + rank + "] " + CHORUS_DEFAULT_PYTHON + " " + rank + " a b\n"),
+              std::string::npos)
+        << result.out;
+  }
+  ProcessResult chosen = chorusrun({"-n", "1", script, "c"}, with_env({"CHORUS_PYTHON=echo"}));
+  EXPECT_EQ(chosen.exit_code, 0) << chosen.err;
+  EXPECT_EQ(chosen.out, script + " c\n");
+}
+
+TEST(Chorusrun, PythonScriptOrInterpreterMissing) {
+  TempDir dir;
+  ProcessResult missing = chorusrun({"-n", "2", dir.path() + "/absent.py"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_NE(missing.err.find("cannot find the Python script '" + dir.path() + "/absent.py'"),
+            std::string::npos)
+      << missing.err;
+  const std::string script = dir.path() + "/present.py";
+  std::ofstream(script) << "print('never')\n";
+  ProcessResult no_python =
+      chorusrun({"-n", "2", script}, with_env({"CHORUS_PYTHON=no-such-python-chorus"}));
+  EXPECT_EQ(no_python.exit_code, 127);
+  EXPECT_NE(no_python.err.find("cannot find 'no-such-python-chorus' in PATH (the Python "
+                               "interpreter for " +
+                               script + "; set CHORUS_PYTHON"),
+            std::string::npos)
+      << no_python.err;
 }
 
 TEST(Chorusrun, TimeoutStopsTheJob) {
@@ -249,6 +321,7 @@ TEST(Chorusrun, BadUsageExitsWithTwo) {
        "/bin/true"},
       {"--nnodes", "2", "/bin/true"},
       {"--nnodes", "2", "--master-addr", "127.0.0.1", "--master-port", "1", "/bin/true"},
+      {"--master_port", "7", "--store-port", "7", "/bin/true"},
   };
   for (const auto& args : cases) {
     ProcessResult result = chorusrun(args, with_env({"CHORUS_AUTH_TOKEN"}));
@@ -260,7 +333,10 @@ TEST(Chorusrun, BadUsageExitsWithTwo) {
 TEST(Chorusrun, HelpAndMissingProgram) {
   ProcessResult help = chorusrun({"--help"});
   EXPECT_EQ(help.exit_code, 0);
-  EXPECT_NE(help.out.find("CHORUS_AUTH_TOKEN"), std::string::npos);
+  for (const char* text : {"CHORUS_AUTH_TOKEN", "CHORUS_STORE_PORT", "--store-port",
+                           "--nproc_per_node", "--version", "CHORUS_PYTHON"}) {
+    EXPECT_NE(help.out.find(text), std::string::npos) << text;
+  }
   ProcessResult missing = chorusrun({"-n", "2", "no-such-program-chorus"});
   EXPECT_EQ(missing.exit_code, 127);
 }

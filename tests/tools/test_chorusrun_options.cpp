@@ -33,6 +33,52 @@ TEST(ChorusrunOptions, Spellings) {
   EXPECT_EQ(o.command, (std::vector<std::string>{"p", "-n", "3"}));  // options end at the program
 }
 
+// torchrun 1.13's spellings, '_' and '-' alike, are aliases of chorusrun's own options.
+TEST(ChorusrunOptions, TorchrunSpellings) {
+  EXPECT_EQ(parse({"--nproc_per_node", "3", "p"}).nproc_per_node, 3);
+  EXPECT_EQ(parse({"--nproc_per_node=4", "p"}).nproc_per_node, 4);
+  EXPECT_EQ(parse({"--nproc-per-node", "5", "p"}).nproc_per_node, 5);
+  Options o = parse({"--nnodes=2", "--node_rank", "1", "--master_addr=my_host", "--master_port",
+                     "9", "--store_port=11", "p", "--keep_me"});
+  EXPECT_EQ(o.nnodes, 2);
+  EXPECT_EQ(o.node_rank, 1);
+  EXPECT_EQ(o.master_addr, "my_host");  // values keep their '_'
+  EXPECT_EQ(o.master_port, 9);
+  EXPECT_EQ(o.store_port, 11);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"p", "--keep_me"}));
+  EXPECT_EQ(parse({"--node-rank=1", "--nnodes", "3", "--master-addr", "h", "--master-port=8", "p"})
+                .node_rank,
+            1);
+  EXPECT_TRUE(parse({"--tag_output", "p"}).tag_output);
+  EXPECT_TRUE(parse({"--bind_to=core", "p"}).bind_to_core);
+}
+
+TEST(ChorusrunOptions, StorePortIsApartFromMasterPort) {
+  EXPECT_EQ(store_port_of(parse({"p"})), 0);  // one node: node 0 picks a free one
+  EXPECT_EQ(store_port_of(parse({"--master-port", "7", "p"})), 0);
+  EXPECT_EQ(store_port_of(parse({"--store-port", "12", "p"})), 12);
+  EXPECT_EQ(
+      store_port_of(parse({"--nnodes", "2", "--master-addr", "h", "--master-port", "7", "p"})), 8);
+  EXPECT_EQ(store_port_of(parse({"--nnodes", "2", "--master-addr", "h", "--master-port", "7",
+                                 "--store-port", "5", "p"})),
+            5);
+}
+
+TEST(ChorusrunOptions, VersionNeedsNoProgram) {
+  EXPECT_TRUE(parse({"--version"}).version);
+  EXPECT_FALSE(parse({"p"}).version);
+}
+
+TEST(ChorusrunOptions, MessagesNameTheOptionAsWritten) {
+  try {
+    parse({"--master_port=x", "p"});
+    FAIL() << "accepted --master_port=x";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("--master_port needs an integer"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(ChorusrunOptions, DoubleDashEndsOptions) {
   EXPECT_EQ(parse({"--", "-weird"}).command, (std::vector<std::string>{"-weird"}));
 }
@@ -55,6 +101,13 @@ TEST(ChorusrunOptions, Rejections) {
       {"--bind-to", "socket", "p"},
       {"--bind-to", "", "p"},
       {"--timeout"},
+      {"--nproc_per_node", "0", "p"},
+      {"--master_port", "x", "p"},
+      {"--store-port", "9", "--master-port", "9", "p"},
+      {"--nnodes", "2", "--master-addr", "h", "--master-port", "65535", "p"},
+      {"--nnodes", "2", "--master-addr", "h", "--master-port", "9", "--store-port", "9", "p"},
+      {"--store-port", "65536", "p"},
+      {"--nproc_per_nodes", "2", "p"},
   };
   for (const auto& args : bad) {
     EXPECT_THROW(parse(args), Error) << testing::PrintToString(args);

@@ -37,6 +37,8 @@ Variables rank_variables(const Options& options, const JobContact& contact, int 
       {"GROUP_WORLD_SIZE", std::to_string(options.nnodes)},
       {"MASTER_ADDR", contact.master_addr},
       {"MASTER_PORT", std::to_string(contact.master_port)},
+      {"CHORUS_STORE_ADDR", contact.master_addr},
+      {"CHORUS_STORE_PORT", std::to_string(contact.store_port)},
       {"CHORUS_AUTH_TOKEN", contact.secret},
       {"CHORUS_STORE_EXTERNAL", "1"},
   };
@@ -44,8 +46,7 @@ Variables rank_variables(const Options& options, const JobContact& contact, int 
 
 }  // namespace
 
-JobPlan make_job_plan(const Options& options, const JobContact& contact,
-                      const std::string& program_path) {
+JobPlan make_job_plan(const Options& options, const JobContact& contact, const Program& program) {
   JobPlan plan;
   plan.tag_output = options.tag_output;
   plan.timeout_seconds = options.timeout_seconds;
@@ -54,8 +55,8 @@ JobPlan make_job_plan(const Options& options, const JobContact& contact,
   for (int local_rank = 0; local_rank < options.nproc_per_node; ++local_rank) {
     RankLaunch launch;
     launch.rank = options.node_rank * options.nproc_per_node + local_rank;
-    launch.request.path = program_path;
-    launch.request.argv = options.command;
+    launch.request.path = program.path;
+    launch.request.argv = program.argv;
     launch.request.env = merged_environment(rank_variables(options, contact, local_rank));
     launch.request.capture_output = options.tag_output;
     launch.request.inherit_stdin = local_rank == 0 && !stdin_is_terminal;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "bootstrap/auth.hpp"
+#include "bootstrap/socket.hpp"
 #include "bootstrap/store.hpp"
 #include "job.hpp"
 #include "launcher.hpp"
@@ -56,28 +57,34 @@ std::unique_ptr<StoreServer> host_store(const std::string& host, int port,
   }
 }
 
+// A port that is free on every interface of this host now (MASTER_PORT of a
+// single-node job without --master-port). Rank 0 binds it later, as under torchrun.
+int free_port() { return net::local_port(net::listen_tcp("", 0)); }
+
 int launch(const Options& options) {
   std::string secret;
-  std::string program;
+  Program program;
   try {
     secret = job_secret(options);
   } catch (const Error& error) {
     return usage_error(error.what());
   }
   try {
-    program = resolve_program(options.command.front());
+    program = resolve_command(options.command);
   } catch (const Error& error) {
     std::fprintf(stderr, "chorusrun: %s\n", error.what());
     return kNotFoundExit;
   }
   SignalPipe signals;
   JobContact contact{options.master_addr.empty() ? "127.0.0.1" : options.master_addr,
-                     options.master_port, secret};
+                     options.master_port, store_port_of(options), secret};
   std::unique_ptr<StoreServer> store;
   if (options.node_rank == 0) {
-    store = host_store(contact.master_addr, contact.master_port, secret);
-    contact.master_port = store->port();
+    store = host_store(contact.master_addr, contact.store_port, secret);
+    contact.store_port = store->port();
   }
+  // Picked while the store holds its port, so the two differ.
+  if (contact.master_port == 0) contact.master_port = free_port();
   return run_job(make_job_plan(options, contact, program), signals);
 }
 
@@ -94,6 +101,10 @@ int main(int argc, char** argv) {
   }
   if (options.help) {
     std::fputs(usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (options.version) {
+    std::puts("chorusrun " CHORUS_VERSION);
     return 0;
   }
   try {

@@ -1,6 +1,7 @@
 // chorusrun's command line parser (see options.hpp).
 #include "options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chorus/error.hpp>
 #include <cmath>
@@ -65,6 +66,8 @@ const std::vector<ValueOption>& value_options() {
        }},
       {"master-port", "",
        [](Options& o, auto name, const auto& v) { o.master_port = parse_int(name, v, 0, 65535); }},
+      {"store-port", "",
+       [](Options& o, auto name, const auto& v) { o.store_port = parse_int(name, v, 0, 65535); }},
       {"timeout", "",
        [](Options& o, auto name, const auto& v) { o.timeout_seconds = parse_seconds(name, v); }},
       {"bind-to", "",
@@ -104,48 +107,80 @@ const ValueOption* match_value_option(std::string_view word,
 }
 
 void check_consistency(const Options& options) {
-  if (options.help) return;
+  if (options.help || options.version) return;
   if (options.command.empty()) bad_usage("no program to run was given");
   if (options.node_rank >= options.nnodes) {
     bad_usage("--node-rank " + std::to_string(options.node_rank) + " must be below --nnodes " +
               std::to_string(options.nnodes));
   }
   if (options.nnodes > 1 && (options.master_addr.empty() || options.master_port == 0)) {
+    bad_usage("--nnodes > 1 needs --master-addr and a non-zero --master-port (node 0's)");
+  }
+  int store_port = store_port_of(options);
+  if (store_port > 65535) {
     bad_usage(
-        "--nnodes > 1 needs --master-addr and a non-zero --master-port (the store of node 0)");
+        "--master-port 65535 leaves no port for the store (--master-port + 1): give "
+        "--store-port");
+  }
+  if (store_port != 0 && store_port == options.master_port) {
+    bad_usage("--store-port " + std::to_string(store_port) +
+              " must differ from --master-port (the program's port)");
   }
   long long world = static_cast<long long>(options.nnodes) * options.nproc_per_node;
   if (world > (1 << 20)) bad_usage("--nnodes x --nproc-per-node is too large");
 }
 
+// torchrun's spellings: "--nproc_per_node=4" reads as "--nproc-per-node=4" (the value as given).
+std::string with_dashes(std::string_view word) {
+  std::string text(word);
+  if (!word.starts_with("--")) return text;
+  std::size_t end = std::min(text.find('='), text.size());
+  std::replace(text.begin() + 2, text.begin() + static_cast<std::ptrdiff_t>(end), '_', '-');
+  return text;
+}
+
+// Sets the option without a value that `word` names; false when it names none.
+bool set_flag(Options& options, std::string_view word) {
+  if (word == "-h" || word == "--help") {
+    options.help = true;
+  } else if (word == "--version") {
+    options.version = true;
+  } else if (word == "--tag-output") {
+    options.tag_output = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+int store_port_of(const Options& options) {
+  if (options.store_port != 0) return options.store_port;
+  return options.nnodes > 1 ? options.master_port + 1 : 0;
+}
 
 Options parse_options(int argc, const char* const argv[]) {
   Options options;
   int i = 1;
   for (; i < argc; ++i) {
-    std::string_view word = argv[i];
+    const std::string spelled = with_dashes(argv[i]);
+    std::string_view word = spelled;
     if (word == "--") {
       ++i;
       break;
     }
-    if (word == "-h" || word == "--help") {
-      options.help = true;
-      continue;
-    }
-    if (word == "--tag-output") {
-      options.tag_output = true;
-      continue;
-    }
+    if (set_flag(options, word)) continue;
     if (!word.starts_with("-") || word == "-") break;  // the program
     std::optional<std::string> value;
     const ValueOption* option = match_value_option(word, &value);
-    if (option == nullptr) bad_usage("unknown option '" + std::string(word) + "'");
+    const std::string_view typed = argv[i];  // messages name the option as it was written
+    if (option == nullptr) bad_usage("unknown option '" + std::string(typed) + "'");
     if (!value) {
-      if (i + 1 >= argc) bad_usage("option '" + std::string(word) + "' needs a value");
+      if (i + 1 >= argc) bad_usage("option '" + std::string(typed) + "' needs a value");
       value = argv[++i];
     }
-    option->set(options, word.substr(0, word.find('=')), *value);
+    option->set(options, typed.substr(0, typed.find('=')), *value);
   }
   for (; i < argc; ++i) options.command.emplace_back(argv[i]);
   check_consistency(options);
@@ -154,6 +189,7 @@ Options parse_options(int argc, const char* const argv[]) {
 
 std::string usage_text() {
   return R"(usage: chorusrun [options] program [args...]
+       chorusrun [options] script.py [args...]
 
 Starts the ranks of one node of a Chorus job, hosts the job's store on node 0,
 and stops every rank as soon as one of them fails.
@@ -162,10 +198,13 @@ options:
   -n, -np, --nproc-per-node N  ranks to start on this node (default 1)
   --nnodes N                   nodes in the job (default 1)
   --node-rank R                index of this node, 0 <= R < N (default 0)
-  --master-addr HOST           address of node 0, where the store runs
-                               (default 127.0.0.1; required with --nnodes > 1)
-  --master-port PORT           port of the store (default: a free port;
-                               required with --nnodes > 1)
+  --master-addr HOST           address of node 0 (default 127.0.0.1; required
+                               with --nnodes > 1)
+  --master-port PORT           MASTER_PORT, left free for the program (torch's
+                               env:// rendezvous binds it on rank 0); default:
+                               a free port; required with --nnodes > 1
+  --store-port PORT            port of chorusrun's store on node 0 (default: a
+                               free port; with --nnodes > 1, --master-port + 1)
   --tag-output                 prefix every output line with "[rank] "
   --timeout S                  stop the job after S seconds (exit status 124)
   --bind-to core|none          core: local rank i runs only on the i-th CPU this
@@ -173,9 +212,20 @@ options:
                                outnumber CPUs), like mpirun --bind-to core;
                                none (default): the kernel places every thread
   -h, --help                   print this text
+  --version                    print chorusrun's version
+
+torchrun's spellings work too: a long option may use '_' for '-'
+(--nproc_per_node, --master_addr, --master_port, --node_rank, --nnodes).
+
+A program whose name ends in .py runs as `$CHORUS_PYTHON script.py args...`,
+CHORUS_PYTHON defaulting to the interpreter this build's torch backend is for,
+)" CHORUS_DEFAULT_PYTHON R"(. Other programs run as they are, found in PATH
+unless the name contains '/'.
 
 Every rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (the
-node rank), MASTER_ADDR, MASTER_PORT, CHORUS_AUTH_TOKEN and CHORUS_STORE_EXTERNAL=1.
+node rank), GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, CHORUS_STORE_ADDR and
+CHORUS_STORE_PORT (chorusrun's store, which Chorus communicators join),
+CHORUS_AUTH_TOKEN and CHORUS_STORE_EXTERNAL=1.
 Ranks are numbered node_rank * nproc_per_node + local_rank.
 
 Authentication: every connection of the job proves knowledge of a secret.

@@ -152,6 +152,28 @@ std::string resolve_program(const std::string& name) {
   throw Error(Status::InvalidArgument, "cannot find '" + name + "' in PATH");
 }
 
+Program resolve_command(const std::vector<std::string>& command) {
+  const std::string& name = command.front();
+  if (!name.ends_with(".py")) return Program{resolve_program(name), command};
+  struct stat info {};
+  if (stat(name.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+    throw Error(Status::InvalidArgument, "cannot find the Python script '" + name + "'");
+  }
+  const char* chosen = std::getenv("CHORUS_PYTHON");
+  const std::string python = chosen && *chosen ? chosen : CHORUS_DEFAULT_PYTHON;
+  Program program;
+  try {
+    program.path = resolve_program(python);
+  } catch (const Error& error) {
+    throw Error(Status::InvalidArgument, std::string(error.what()) +
+                                             " (the Python interpreter for " + name +
+                                             "; set CHORUS_PYTHON to choose one)");
+  }
+  program.argv = command;
+  program.argv.insert(program.argv.begin(), python);
+  return program;
+}
+
 void signal_rank(pid_t pid, int signal_number) {
   if (kill(-pid, signal_number) != 0 && errno == ESRCH) kill(pid, signal_number);
 }

@@ -37,6 +37,18 @@ SpawnedRank spawn_rank(const SpawnRequest& request);
 /// match in PATH. Throws Error(InvalidArgument) when there is none.
 std::string resolve_program(const std::string& name);
 
+/// What a rank executes for the command line `command` (program and arguments).
+struct Program {
+  std::string path;               ///< the resolved executable
+  std::vector<std::string> argv;  ///< argv[0] as the user typed it
+};
+
+/// `command` itself, its program found by resolve_program; or, when the program's
+/// name ends in ".py", the Python interpreter ($CHORUS_PYTHON, default
+/// CHORUS_DEFAULT_PYTHON, found by resolve_program) running that script.
+/// Throws Error(InvalidArgument) naming what cannot be found.
+Program resolve_command(const std::vector<std::string>& command);
+
 /// Sends `signal_number` to the process group of a rank (to the rank alone when
 /// the group is gone, e.g. the rank left it).
 void signal_rank(pid_t pid, int signal_number);
