@@ -56,53 +56,33 @@ struct ReduceFromRegion : torch::autograd::Function<ReduceFromRegion> {
   }
 };
 
-struct GatherAlongDim : torch::autograd::Function<GatherAlongDim> {
+/// The shape every operation along one dimension has (tensor_collectives.hpp).
+using AlongDim = at::Tensor (*)(const Group&, const at::Tensor&, std::int64_t, const char*);
+
+/// Forward applies `Forward` along `dim`, backward its adjoint `Backward`: the four functions
+/// that move slices along one dimension differ only in the pair. `Name` names errors.
+template <AlongDim Forward, AlongDim Backward, const char* Name>
+struct AlongDimFunction : torch::autograd::Function<AlongDimFunction<Forward, Backward, Name>> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const Group& g,
                             std::int64_t dim) {
     save(ctx, g, dim);
-    return detail::all_gather_along(g, x, dim, "gather_along_dim");
+    return Forward(g, x, dim, Name);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return input_gradient(
-        detail::own_slice(group_of(ctx), grads[0], dim_of(ctx), "gather_along_dim backward"));
+    return input_gradient(Backward(group_of(ctx), grads[0], dim_of(ctx), Name));
   }
 };
 
-struct SplitAlongDim : torch::autograd::Function<SplitAlongDim> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const Group& g,
-                            std::int64_t dim) {
-    save(ctx, g, dim);
-    return detail::own_slice(g, x, dim, "split_along_dim");
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return input_gradient(
-        detail::all_gather_along(group_of(ctx), grads[0], dim_of(ctx), "split_along_dim"));
-  }
-};
-
-struct ReduceScatterAlongDim : torch::autograd::Function<ReduceScatterAlongDim> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const Group& g,
-                            std::int64_t dim) {
-    save(ctx, g, dim);
-    return detail::reduce_scatter_along(g, x, dim, "reduce_scatter_along_dim");
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return input_gradient(
-        detail::all_gather_along(group_of(ctx), grads[0], dim_of(ctx), "reduce_scatter_along_dim"));
-  }
-};
-
-struct AllGatherAlongDim : torch::autograd::Function<AllGatherAlongDim> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const Group& g,
-                            std::int64_t dim) {
-    save(ctx, g, dim);
-    return detail::all_gather_along(g, x, dim, "all_gather_along_dim");
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return input_gradient(detail::reduce_scatter_along(group_of(ctx), grads[0], dim_of(ctx),
-                                                       "all_gather_along_dim backward"));
-  }
-};
+constexpr char kGather[] = "gather_along_dim";
+constexpr char kSplit[] = "split_along_dim";
+constexpr char kReduceScatter[] = "reduce_scatter_along_dim";
+constexpr char kAllGather[] = "all_gather_along_dim";
+using GatherAlongDim = AlongDimFunction<detail::all_gather_along, detail::own_slice, kGather>;
+using SplitAlongDim = AlongDimFunction<detail::own_slice, detail::all_gather_along, kSplit>;
+using ReduceScatterAlongDim =
+    AlongDimFunction<detail::reduce_scatter_along, detail::all_gather_along, kReduceScatter>;
+using AllGatherAlongDim =
+    AlongDimFunction<detail::all_gather_along, detail::reduce_scatter_along, kAllGather>;
 
 /// Forward: all-to-all scattering `scatter_dim`, gathering `gather_dim`; backward the reverse.
 struct AllToAllAlongDims : torch::autograd::Function<AllToAllAlongDims> {
