@@ -57,16 +57,20 @@ void expect_ledger(const Group& g, std::vector<LedgerEntry> expected) {
 
 constexpr std::size_t kDouble = sizeof(double);
 
-class Functions : public ::testing::TestWithParam<int> {
- protected:
-  void run(const std::function<void(const Group&, int, int)>& body) {
-    ThreadJob job(GetParam());
+/// Runs body(group, rank, size) on groups of 1, 2, 3 and 4 thread-ranks (one ctest entry per
+/// function, not per size: each entry pays for loading libtorch).
+void run(const std::function<void(const Group&, int, int)>& body) {
+  for (int n = 1; n <= 4; ++n) {
+    ThreadJob job(n);
     ASSERT_TRUE(job.ok());
-    job.run([&](Communicator& c) { body(whole(c), c.rank(), c.size()); });
+    job.run([&](Communicator& c) {
+      SCOPED_TRACE("group of " + std::to_string(n) + ", rank " + std::to_string(c.rank()));
+      body(whole(c), c.rank(), c.size());
+    });
   }
-};
+}
 
-TEST_P(Functions, CopyToRegionIsIdentityForwardAllReduceBackward) {
+TEST(Functions, CopyToRegionIsIdentityForwardAllReduceBackward) {
   run([](const Group& g, int r, int n) {
     at::Tensor x = filled({3, 5}, 0.5).requires_grad_();
     at::Tensor y = copy_to_region(x, g);
@@ -78,7 +82,7 @@ TEST_P(Functions, CopyToRegionIsIdentityForwardAllReduceBackward) {
   });
 }
 
-TEST_P(Functions, ReduceFromRegionIsAllReduceForwardIdentityBackward) {
+TEST(Functions, ReduceFromRegionIsAllReduceForwardIdentityBackward) {
   run([](const Group& g, int r, int n) {
     at::Tensor x = filled({4, 3}, 1.0 + r).requires_grad_();
     at::Tensor y = reduce_from_region(x, g);
@@ -92,7 +96,7 @@ TEST_P(Functions, ReduceFromRegionIsAllReduceForwardIdentityBackward) {
 }
 
 // Forward all-gather of the slices; a replicated loss downstream: backward keeps the own slice.
-TEST_P(Functions, GatherAlongDimKeepsTheOwnSliceOfTheGradient) {
+TEST(Functions, GatherAlongDimKeepsTheOwnSliceOfTheGradient) {
   run([](const Group& g, int r, int n) {
     for (std::int64_t dim : {0, 1, -1}) {
       at::Tensor full = filled({2 * n, 3 * n}, 2.0), w = filled({2 * n, 3 * n}, 3.0);
@@ -107,7 +111,7 @@ TEST_P(Functions, GatherAlongDimKeepsTheOwnSliceOfTheGradient) {
 }
 
 // Forward keeps the own slice; each rank's loss uses its slice: backward all-gathers.
-TEST_P(Functions, SplitAlongDimAllGathersTheGradient) {
+TEST(Functions, SplitAlongDimAllGathersTheGradient) {
   run([](const Group& g, int r, int n) {
     at::Tensor x = filled({3, 2 * n}, 4.0).requires_grad_(), w = filled({3, 2 * n}, 5.0);
     at::Tensor y = split_along_dim(x, g, 1);
@@ -120,7 +124,7 @@ TEST_P(Functions, SplitAlongDimAllGathersTheGradient) {
 }
 
 // Partial sums in, own slice of the total out; backward all-gathers the slices' gradients.
-TEST_P(Functions, ReduceScatterAlongDimMatchesSliceOfTheSum) {
+TEST(Functions, ReduceScatterAlongDimMatchesSliceOfTheSum) {
   run([](const Group& g, int r, int n) {
     at::Tensor x = filled({2 * n, 3}, 6.0 + r).requires_grad_(), w = filled({2 * n, 3}, 9.0);
     at::Tensor y = reduce_scatter_along_dim(x, g, 0);
@@ -134,7 +138,7 @@ TEST_P(Functions, ReduceScatterAlongDimMatchesSliceOfTheSum) {
 
 // Sequence parallelism: every rank consumes the gathered tensor differently (loss summed over
 // ranks), so backward reduce-scatters the per-rank gradients.
-TEST_P(Functions, AllGatherAlongDimReduceScattersTheGradient) {
+TEST(Functions, AllGatherAlongDimReduceScattersTheGradient) {
   run([](const Group& g, int r, int n) {
     at::Tensor full = filled({n, 2, 3}, 11.0);
     at::Tensor x = slice(full, n, r, 0).clone().requires_grad_();
@@ -148,7 +152,7 @@ TEST_P(Functions, AllGatherAlongDimReduceScattersTheGradient) {
 }
 
 // Ulysses: [s/u, heads, d] -> [s, heads/u, d] and back; the reference slices the full tensor.
-TEST_P(Functions, SequenceToHeadsAndBackMatchTheFullTensor) {
+TEST(Functions, SequenceToHeadsAndBackMatchTheFullTensor) {
   run([](const Group& g, int r, int n) {
     const std::int64_t s = 2 * n, heads = 2 * n, d = 3;
     at::Tensor full = filled({s, heads, d}, 12.0), w = filled({s, heads, d}, 13.0);
@@ -171,7 +175,7 @@ TEST_P(Functions, SequenceToHeadsAndBackMatchTheFullTensor) {
 }
 
 // seq -> heads -> seq is the identity, gradients included; a batch dimension in front.
-TEST_P(Functions, UlyssesRoundTripIsTheIdentity) {
+TEST(Functions, UlyssesRoundTripIsTheIdentity) {
   run([](const Group& g, int r, int n) {
     at::Tensor x = filled({2, 3, 3 * n, 4}, 14.0 + r).requires_grad_();
     at::Tensor back = heads_to_sequence(sequence_to_heads(x, g, 1, 2), g, 1, 2);
@@ -183,7 +187,7 @@ TEST_P(Functions, UlyssesRoundTripIsTheIdentity) {
   });
 }
 
-TEST_P(Functions, Float32Works) {
+TEST(Functions, Float32Works) {
   run([](const Group& g, int r, int n) {
     at::Tensor x = filled({2, n}, 16.0 + r, at::kFloat).requires_grad_();
     at::Tensor y = reduce_scatter_along_dim(reduce_from_region(x, g), g, 1);
@@ -196,7 +200,7 @@ TEST_P(Functions, Float32Works) {
   });
 }
 
-TEST_P(Functions, IndivisibleDimensionsAreSentences) {
+TEST(Functions, IndivisibleDimensionsAreSentences) {
   run([](const Group& g, int, int n) {
     if (n == 1) return;
     at::Tensor x = filled({n + 1, 2}, 0.0);
@@ -217,7 +221,41 @@ TEST_P(Functions, IndivisibleDimensionsAreSentences) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(GroupSizes, Functions, ::testing::Values(1, 2, 3, 4));
+// One step of Megatron's tensor-parallel MLP (column- then row-parallel) on tp 2 × dp 2, then
+// the data-parallel sum of a weight gradient: the outputs and gradients match the full model,
+// and the mesh's ledger holds exactly one all-reduce forward and one backward on tp, then one
+// on dp, each of the tensor's bytes.
+TEST(MeshLedger, CountsAStepPerGroup) {
+  ThreadJob job(4);
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    Mesh mesh(world, {.degrees = {.tp = 2}});
+    mesh.ledger()->enable();
+    const int t = mesh.coordinates().tp;
+    const at::Tensor a = filled({4, 6}, 2.0), b = filled({6, 4}, 3.0);  // full weights
+    at::Tensor x = filled({3, 4}, 1.0 + mesh.coordinates().dp).requires_grad_();
+    at::Tensor a_t = slice(a, 2, t, 1).clone().requires_grad_();
+    at::Tensor b_t = slice(b, 2, t, 0).clone().requires_grad_();
+    at::Tensor y =
+        reduce_from_region(copy_to_region(x, mesh.tp()).matmul(a_t).tanh().matmul(b_t), mesh.tp());
+    y.sum().backward();
+    at::Tensor xf = x.detach().clone().requires_grad_();
+    at::Tensor af = a.clone().requires_grad_(), bf = b.clone().requires_grad_();
+    at::Tensor yf = xf.matmul(af).tanh().matmul(bf);
+    yf.sum().backward();
+    expect_close(y, yf, "output");
+    expect_close(x.grad(), xf.grad(), "input gradient");
+    expect_close(a_t.grad(), slice(af.grad(), 2, t, 1), "column-parallel weight gradient");
+    expect_close(b_t.grad(), slice(bf.grad(), 2, t, 0), "row-parallel weight gradient");
+    reduce_from_region(a_t.grad(), mesh.dp());
+    const std::vector<LedgerEntry> expected = {{"tp", CollectiveKind::AllReduce, 12 * kDouble},
+                                               {"tp", CollectiveKind::AllReduce, 12 * kDouble},
+                                               {"dp", CollectiveKind::AllReduce, 12 * kDouble}};
+    EXPECT_EQ(mesh.ledger()->entries(), expected) << describe(mesh.ledger()->entries());
+    EXPECT_EQ(mesh.ledger()->totals().at({"tp", CollectiveKind::AllReduce}),
+              (LedgerTotal{2, 24 * kDouble}));
+  });
+}
 
 }  // namespace
 }  // namespace chorus::train
