@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace chorus {
 
@@ -76,6 +77,18 @@ class CHORUS_EXPORT Communicator {
   /// Collective: ranks with equal color form a new communicator ordered by
   /// (key, parent rank). color < 0 takes part but returns an empty handle.
   Communicator split(int color, int key);
+  /// As split(color, key), and names the new communicator: its flight-recorder name (see
+  /// name()) gets ".<name>" appended, so a dump after a hang says which group is stuck (the
+  /// training mesh names its groups "tp", "dp", ...). `name` is at most 32 letters, digits,
+  /// '_' or '-' (it goes into file names), else InvalidArgument before anything is sent; ""
+  /// leaves the communicator unnamed. Members may pass different names: each rank's record
+  /// carries its own.
+  Communicator split(int color, int key, std::string_view name);
+
+  /// The communicator's name in the flight recorder and its dump files: "world" for what init
+  /// returns, "<parent>.split<N>.color<C>" for the N-th split of a parent, with ".<name>"
+  /// appended when the split was named (e.g. "world.split3.color0.tp").
+  std::string name() const;
 
   /// Fails every pending and later operation (chorusInvalidUsage on this rank,
   /// chorusRemoteError on peers that notice). Thread-safe; never blocks long.

@@ -31,6 +31,7 @@ struct CommState {
   algorithms::SelectionCache selection_cache;  ///< choices made so far (used by the executor only)
   std::string name;                     ///< store namespace, unique per communicator of the job
   std::string trace_job;                ///< the job's id in flight-recorder file names
+  std::string trace_name;               ///< Communicator::name(): "world", "world.split1.color0"
   int world_rank = 0;                   ///< rank in the world communicator (file names)
   std::shared_ptr<StoreServer> server;  ///< set on the rank that hosts the store
   std::shared_ptr<Store> store;         ///< the job's store client, shared with sub-communicators

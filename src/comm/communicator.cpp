@@ -31,13 +31,16 @@ using detail::CommState;
 
 std::unique_ptr<detail::FlightRecorder> make_recorder(const detail::TraceSettings& trace,
                                                       const std::string& job, int world_rank,
-                                                      const std::string& name, int rank, int size) {
-  detail::TraceIdentity identity{job, world_rank, detail::trace_comm_name(name), rank, size};
+                                                      const std::string& trace_name, int rank,
+                                                      int size) {
+  detail::TraceIdentity identity{job, world_rank, trace_name, rank, size};
   return std::make_unique<detail::FlightRecorder>(trace.buffer, std::move(identity));
 }
 
+/// `name` is the store namespace (unique in the job), `trace_name` the flight recorder's.
 std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size,
-                                        const std::string& name, std::shared_ptr<Store> store,
+                                        const std::string& name, const std::string& trace_name,
+                                        std::shared_ptr<Store> store,
                                         std::shared_ptr<StoreServer> server,
                                         const std::string& trace_job, int world_rank) {
   const detail::TraceSettings trace = detail::read_trace_settings();
@@ -49,6 +52,7 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   state->config = config;
   state->algorithm_overrides = algorithms::parse_algorithm_override(config.algo);
   state->name = name;
+  state->trace_name = trace_name;
   state->store = store;
   state->server = std::move(server);
   state->send_seq.assign(size, 0);
@@ -69,7 +73,7 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
         raw->record_error(message);
         raw->transport->abort(status, message);
       },
-      state->transport.get(), make_recorder(trace, trace_job, world_rank, name, rank, size));
+      state->transport.get(), make_recorder(trace, trace_job, world_rank, trace_name, rank, size));
   if (trace.buffer > 0) detail::register_trace_source(state->executor, trace);
   return state;
 }
@@ -92,6 +96,17 @@ void check_shape(int nranks, int rank) {
   require_argument(nranks >= 1, "nranks must be at least 1, got " + std::to_string(nranks));
   require_argument(rank >= 0 && rank < nranks, "rank " + std::to_string(rank) + " is outside [0, " +
                                                    std::to_string(nranks) + ")");
+}
+
+/// A split's name goes into file names: short, and only characters every file system keeps.
+void check_label(std::string_view label) {
+  const bool plain = std::all_of(label.begin(), label.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+  require_argument(plain && label.size() <= 32,
+                   "communicator name \"" + std::string(label) +
+                       "\" must be at most 32 letters, digits, '_' or '-'");
 }
 
 }  // namespace
@@ -121,9 +136,9 @@ Communicator Communicator::init(const InitOptions& options) {
   // even when one store outlives several jobs' worth of communicators.
   std::int64_t generation = store->add("chorus/init/" + std::to_string(options.rank), 1);
   std::string name = "chorus/g" + std::to_string(generation) + "/world";
-  return Communicator(connect_comm(config, options.rank, options.nranks, name, store, server,
-                                   detail::trace_job_id(config.auth_token, address.port, name),
-                                   options.rank));
+  return Communicator(connect_comm(
+      config, options.rank, options.nranks, name, detail::trace_comm_name(name), store, server,
+      detail::trace_job_id(config.auth_token, address.port, name), options.rank));
 }
 
 Communicator Communicator::init_from_env() {
@@ -146,8 +161,11 @@ int Communicator::size() const {
   return state_->size;
 }
 
-Communicator Communicator::split(int color, int key) {
+Communicator Communicator::split(int color, int key) { return split(color, key, ""); }
+
+Communicator Communicator::split(int color, int key, std::string_view label) {
   if (!state_) throw Error(Status::InvalidUsage, "empty communicator handle");
+  check_label(label);
   CommState& s = *state_;
   std::vector<std::int32_t> mine = {color, key};
   std::vector<std::int32_t> all(2 * static_cast<std::size_t>(s.size));
@@ -166,11 +184,13 @@ Communicator Communicator::split(int color, int key) {
                    [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
   int new_rank =
       static_cast<int>(std::find(members.begin(), members.end(), s.rank) - members.begin());
-  std::string name =
-      s.name + "/split" + std::to_string(split_id) + "/color" + std::to_string(color);
+  const std::string suffix = "split" + std::to_string(split_id) + "/color" + std::to_string(color);
+  std::string trace_name = s.trace_name + "." + detail::trace_comm_name(suffix);
+  if (!label.empty()) trace_name += "." + std::string(label);
   try {
-    return Communicator(connect_comm(s.config, new_rank, static_cast<int>(members.size()), name,
-                                     s.store, s.server, s.trace_job, s.world_rank));
+    return Communicator(connect_comm(s.config, new_rank, static_cast<int>(members.size()),
+                                     s.name + "/" + suffix, trace_name, s.store, s.server,
+                                     s.trace_job, s.world_rank));
   } catch (const Error& e) {
     s.record_error(e.what());
     throw;
@@ -182,6 +202,11 @@ void Communicator::abort() {
   state_->aborted = true;
   state_->record_error("the communicator was aborted by the application");
   state_->transport->abort(Status::InvalidUsage, "the communicator was aborted by the application");
+}
+
+std::string Communicator::name() const {
+  if (!state_) throw Error(Status::InvalidUsage, "empty communicator handle");
+  return state_->trace_name;
 }
 
 std::string Communicator::last_error() const {

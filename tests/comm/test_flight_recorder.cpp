@@ -248,6 +248,27 @@ TEST_P(Recorder, SigusrOneDumpsEveryCommunicator) {
   }
 }
 
+// A named group's dump is found by its name: the file and the "comm" field carry it.
+TEST_P(Recorder, DumpsNameTheGroup) {
+  TraceDir dir;
+  ThreadJob job(2, {.transport = GetParam(), .timeout = 10s});
+  ASSERT_TRUE(job.ok());
+  std::vector<Communicator> groups(2);
+  job.run([&](Communicator& c) {
+    groups[c.rank()] = c.split(0, c.rank(), "dp");
+    groups[c.rank()].barrier();
+  });
+  std::raise(SIGUSR1);
+  ASSERT_TRUE(dir.wait_for(4, 5s));
+  std::size_t named = 0;
+  for (const std::string& name : dir.files()) {
+    if (!name.ends_with("world.split1.color0.dp.json")) continue;
+    ++named;
+    EXPECT_TRUE(contains(dir.read(name), "\"comm\": \"world.split1.color0.dp\"")) << name;
+  }
+  EXPECT_EQ(named, 2u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Recorder, ::testing::Values("auto", "tcp"));
 
 }  // namespace

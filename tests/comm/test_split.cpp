@@ -56,6 +56,34 @@ TEST_P(Split, NestedSplitsAndAbortingAChildLeavesTheParentUsable) {
   });
 }
 
+TEST_P(Split, NamedSplitsCarryTheirNameAndBadNamesAreRefusedFirst) {
+  ThreadJob job(4, {.transport = GetParam()});
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    EXPECT_EQ(world.name(), "world");
+    Communicator plain = world.split(world.rank() % 2, 0);
+    EXPECT_EQ(plain.name(), "world.split1.color" + std::to_string(world.rank() % 2));
+    // A bad name fails on every rank before the split's all-gather: nothing is left waiting.
+    for (const std::string bad : {"t/p", "a b", "x.y", "abcdefghijklmnopqrstuvwxyz0123456"}) {
+      try {
+        world.split(0, 0, bad);
+        ADD_FAILURE() << "split accepted the name " << bad;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::InvalidArgument);
+        EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+      }
+    }
+    Communicator tp = world.split(world.rank() / 2, world.rank(), "tp");
+    EXPECT_EQ(tp.name(), "world.split2.color" + std::to_string(world.rank() / 2) + ".tp");
+    Communicator nested = tp.split(0, 0, "tp_all-1");
+    EXPECT_EQ(nested.name(), tp.name() + ".split1.color0.tp_all-1");
+    int v = 1;
+    nested.all_reduce(&v, &v, 1, DataType::Int32, ReduceOp::Sum);
+    EXPECT_EQ(v, 2);
+    EXPECT_THROW(Communicator().name(), Error);
+  });
+}
+
 TEST_P(Split, RequestsTestAndWaitFor) {
   ThreadJob job(3, {.transport = GetParam()});
   ASSERT_TRUE(job.ok());

@@ -1,0 +1,143 @@
+// Tensor collectives along a dimension; see tensor_collectives.hpp.
+//
+// Chorus's all-gather, reduce-scatter and all-to-all work on flat buffers laid out rank-major.
+// A slicing along `dim` therefore goes through a stacked buffer [ranks, slice...]: stacking
+// the slices of `x` along `dim` gives the send buffer, and concatenating the received rows
+// along `dim` gives the result.
+#include "tensor_collectives.hpp"
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace chorus::train::detail {
+
+namespace {
+
+DataType chorus_dtype(const at::Tensor& x, const char* what) {
+  switch (x.scalar_type()) {
+    case at::kFloat:
+      return DataType::Float32;
+    case at::kDouble:
+      return DataType::Float64;
+    case at::kHalf:
+      return DataType::Float16;
+    case at::kBFloat16:
+      return DataType::Bfloat16;
+    case at::kInt:
+      return DataType::Int32;
+    case at::kLong:
+      return DataType::Int64;
+    case at::kChar:
+      return DataType::Int8;
+    case at::kByte:
+      return DataType::Uint8;
+    default:
+      break;
+  }
+  throw Error(Status::InvalidArgument, std::string(what) + ": Chorus has no collective for " +
+                                           std::string(c10::toString(x.scalar_type())) +
+                                           " tensors");
+}
+
+/// `x` as a contiguous CPU tensor Chorus can send.
+at::Tensor sendable(const at::Tensor& x, const char* what) {
+  require_argument(x.defined(), std::string(what) + ": the tensor is undefined");
+  require_argument(x.device().is_cpu(),
+                   std::string(what) + ": the tensor is on " + x.device().str() + ", not the CPU");
+  chorus_dtype(x, what);
+  return x.contiguous();
+}
+
+/// The length of one rank's slice of `x` along `dim`.
+std::int64_t slice_length(const Group& group, const at::Tensor& x, std::int64_t dim,
+                          const char* what) {
+  const std::int64_t n = x.size(dim);
+  require_argument(n % group.size() == 0,
+                   std::string(what) + ": dimension " + std::to_string(dim) + " has size " +
+                       std::to_string(n) + ", not a multiple of the " + group.name + " group's " +
+                       std::to_string(group.size()) + " ranks");
+  return n / group.size();
+}
+
+/// The slices of `x` along `dim`, one per rank, stacked: [ranks, slice...], contiguous.
+at::Tensor stacked_slices(const Group& group, const at::Tensor& x, std::int64_t dim,
+                          const char* what) {
+  slice_length(group, x, dim, what);
+  return at::stack(x.chunk(group.size(), dim));
+}
+
+at::Tensor concat_rows(const at::Tensor& rows, std::int64_t dim) {
+  return at::cat(rows.unbind(0), dim);
+}
+
+}  // namespace
+
+std::int64_t checked_dim(const at::Tensor& x, std::int64_t dim, const char* what) {
+  const std::int64_t rank = x.dim();
+  require_argument(dim >= -rank && dim < rank, std::string(what) + ": dimension " +
+                                                   std::to_string(dim) + " is outside a " +
+                                                   std::to_string(rank) + "-d tensor");
+  return dim < 0 ? dim + rank : dim;
+}
+
+at::Tensor all_reduce_sum(const Group& group, const at::Tensor& x) {
+  at::Tensor out = sendable(x, "all_reduce").clone();
+  if (group.size() == 1) return out;
+  group.record(CollectiveKind::AllReduce, out.nbytes());
+  Communicator comm = group.comm;
+  comm.all_reduce(out.data_ptr(), out.data_ptr(), out.numel(), chorus_dtype(out, "all_reduce"),
+                  ReduceOp::Sum);
+  return out;
+}
+
+at::Tensor all_gather_along(const Group& group, const at::Tensor& x, std::int64_t dim,
+                            const char* what) {
+  at::Tensor local = sendable(x, what);
+  dim = checked_dim(local, dim, what);
+  if (group.size() == 1) return local.clone();
+  std::vector<std::int64_t> shape = local.sizes().vec();
+  shape.insert(shape.begin(), group.size());
+  at::Tensor rows = at::empty(shape, local.options());
+  group.record(CollectiveKind::AllGather, rows.nbytes());
+  Communicator comm = group.comm;
+  comm.all_gather(local.data_ptr(), rows.data_ptr(), local.numel(), chorus_dtype(local, what));
+  return concat_rows(rows, dim);
+}
+
+at::Tensor reduce_scatter_along(const Group& group, const at::Tensor& x, std::int64_t dim,
+                                const char* what) {
+  at::Tensor full = sendable(x, what);
+  dim = checked_dim(full, dim, what);
+  at::Tensor rows = stacked_slices(group, full, dim, what);
+  if (group.size() == 1) return rows[0];
+  at::Tensor out = at::empty_like(rows[0]);
+  group.record(CollectiveKind::ReduceScatter, full.nbytes());
+  Communicator comm = group.comm;
+  comm.reduce_scatter(rows.data_ptr(), out.data_ptr(), out.numel(), chorus_dtype(out, what),
+                      ReduceOp::Sum);
+  return out;
+}
+
+at::Tensor own_slice(const Group& group, const at::Tensor& x, std::int64_t dim, const char* what) {
+  at::Tensor full = sendable(x, what);
+  dim = checked_dim(full, dim, what);
+  const std::int64_t part = slice_length(group, full, dim, what);
+  return full.narrow(dim, group.rank() * part, part).clone(at::MemoryFormat::Contiguous);
+}
+
+at::Tensor all_to_all_along(const Group& group, const at::Tensor& x, std::int64_t scatter_dim,
+                            std::int64_t gather_dim, const char* what) {
+  at::Tensor local = sendable(x, what);
+  scatter_dim = checked_dim(local, scatter_dim, what);
+  gather_dim = checked_dim(local, gather_dim, what);
+  at::Tensor rows = stacked_slices(group, local, scatter_dim, what);
+  if (group.size() == 1) return rows[0];
+  at::Tensor received = at::empty_like(rows);
+  group.record(CollectiveKind::AllToAll, local.nbytes());
+  Communicator comm = group.comm;
+  comm.all_to_all(rows.data_ptr(), received.data_ptr(), rows[0].numel(), chorus_dtype(local, what));
+  return concat_rows(received, gather_dim);
+}
+
+}  // namespace chorus::train::detail

@@ -1,0 +1,34 @@
+// Collectives on whole tensors along a dimension, each recorded in the group's ledger: the
+// building blocks of the autograd functions (autograd.hpp), without autograd.
+//
+// Every function returns a new contiguous tensor and never modifies its input. On a group of
+// one rank nothing is issued or recorded. `what` names the public function in error sentences.
+#pragma once
+
+#include <chorus/train/mesh.hpp>
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace chorus::train::detail {
+
+/// The sum of every rank's `x`.
+at::Tensor all_reduce_sum(const Group& group, const at::Tensor& x);
+/// The ranks' `x` concatenated along `dim` in group-rank order.
+at::Tensor all_gather_along(const Group& group, const at::Tensor& x, std::int64_t dim,
+                            const char* what);
+/// This rank's slice along `dim` of the sum of every rank's `x`.
+at::Tensor reduce_scatter_along(const Group& group, const at::Tensor& x, std::int64_t dim,
+                                const char* what);
+/// This rank's slice of `x` along `dim` (no communication).
+at::Tensor own_slice(const Group& group, const at::Tensor& x, std::int64_t dim, const char* what);
+/// Slice i of `x` along `scatter_dim` goes to rank i; what rank i sent is concatenated along
+/// `gather_dim` at position i.
+at::Tensor all_to_all_along(const Group& group, const at::Tensor& x, std::int64_t scatter_dim,
+                            std::int64_t gather_dim, const char* what);
+
+/// `dim` in [-x.dim(), x.dim()) made non-negative, else InvalidArgument naming `what`.
+std::int64_t checked_dim(const at::Tensor& x, std::int64_t dim, const char* what);
+
+}  // namespace chorus::train::detail
