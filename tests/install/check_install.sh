@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check_install.sh <build-dir> <work-dir>: installs the build into a prefix, then builds and
-# runs a consumer with find_package(chorus), and compiles one with pkg-config.
+# runs consumers with find_package(chorus) (shared and static library), and compiles one with
+# pkg-config (shared, and static with its private dependencies).
 set -euo pipefail
 build="$1"
 work="$2"
@@ -14,5 +15,13 @@ cmake --build "$work/consumer" > "$work/build.log"
 libdir="$(dirname "$(find "$work/prefix" -name 'libchorus.so' | head -1)")"
 LD_LIBRARY_PATH="$libdir" "$work/consumer/consumer_c"
 LD_LIBRARY_PATH="$libdir" "$work/consumer/consumer_cxx"
-PKG_CONFIG_PATH="$libdir/pkgconfig" cc "$here/consumer/consumer.c" $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs chorus) -o "$work/consumer_pc"
+"$work/consumer/consumer_cxx_static"
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cc "$here/consumer/consumer.c" $(pkg-config --cflags --libs chorus) -o "$work/consumer_pc"
 LD_LIBRARY_PATH="$libdir" "$work/consumer_pc"
+# Static: libchorus.a followed by what `pkg-config --static` says it needs.
+static_libs="$(pkg-config --static --libs chorus | sed 's/-lchorus\b/-l:libchorus.a/')"
+c++ -std=c++20 "$here/consumer/consumer.cpp" $(pkg-config --cflags chorus) $static_libs \
+  -o "$work/consumer_pc_static"
+"$work/consumer_pc_static"
+
