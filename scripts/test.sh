@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Every test: the release build, the same suite under AddressSanitizer+UBSan, then the
+# Every test: the formatting check, the release build, the same suite under AddressSanitizer+UBSan, then the
 # transport and communicator tests under ThreadSanitizer.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup-debian.sh"
 jobs="$(nproc)"
+
+# Every tracked C/C++ source is formatted with the repository's .clang-format (clang-format 14).
+mapfile -t sources < <(git -C "$root" ls-files '*.c' '*.h' '*.cpp' '*.hpp')
+if ! format_log="$(cd "$root" && clang-format --dry-run -Werror "${sources[@]}" 2>&1)"; then
+  echo "not formatted with .clang-format (run clang-format -i on them):"
+  printf '%s\n' "$format_log" | grep -o '^[^:]*:[0-9]*:[0-9]*: error' | cut -d: -f1 | sort -u
+  exit 1
+fi
+
 # Tests that fail on purpose make the flight recorder dump; keep those dumps out of /tmp.
 export CHORUS_TRACE_DIR="$root/build/traces"
 mkdir -p "$CHORUS_TRACE_DIR"
