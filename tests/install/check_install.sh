@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# check_install.sh <build-dir> <work-dir>: installs the build into a prefix, then builds and
-# runs consumers with find_package(chorus) (shared and static library), and compiles one with
-# pkg-config (shared, and static with its private dependencies).
+# check_install.sh <build-dir> <work-dir> [ON|OFF]: installs the build into a prefix, then
+# builds and runs consumers with find_package(chorus) (shared and static library), compiles
+# one with pkg-config (shared, and static with its private dependencies), and, when the third
+# argument says the build has its training layer (ON), a libtorch program that links
+# chorus::train (find_package(chorus COMPONENTS train)); without it (OFF), asking for that
+# component must fail with a sentence that says why.
 set -euo pipefail
 build="$1"
 work="$2"
+torch="${3:-OFF}"
 here="$(cd "$(dirname "$0")" && pwd)"
 rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
@@ -25,3 +29,19 @@ c++ -std=c++20 "$here/consumer/consumer.cpp" $(pkg-config --cflags chorus) $stat
   -o "$work/consumer_pc_static"
 "$work/consumer_pc_static"
 
+train_configure=(cmake -S "$here/train_consumer" -B "$work/train_consumer"
+  -DCMAKE_PREFIX_PATH="$work/prefix")
+if [ "$torch" = ON ]; then
+  "${train_configure[@]}" > "$work/train_configure.log"
+  cmake --build "$work/train_consumer" > "$work/train_build.log"
+  LD_LIBRARY_PATH="$libdir" "$work/train_consumer/train_consumer"
+elif "${train_configure[@]}" > "$work/train_configure.log" 2>&1; then
+  echo "find_package(chorus COMPONENTS train) succeeded on a build without the training layer"
+  exit 1
+else
+  grep -q "built without libtorch" "$work/train_configure.log" || {
+    cat "$work/train_configure.log"
+    exit 1
+  }
+  echo "train component: refused as expected (built without libtorch)"
+fi
