@@ -4,6 +4,10 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 packages=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
+  # OpenSSL's libcrypto (libssl3 at run time): the handshake's SHA-256, HMAC and random bytes
+  libssl-dev
+  # the formatting check of scripts/test.sh
+  clang-format
   # the training layer and the torch backend: libtorch, torch for /usr/bin/python3, pybind11,
   # a fast BLAS (torch falls back to the slow reference BLAS without it), pytest, the data
   libtorch-dev python3-torch pybind11-dev libopenblas0 python3-pytest dataset-fashion-mnist zlib1g-dev

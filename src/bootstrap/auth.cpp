@@ -6,11 +6,6 @@
 
 #include <chorus/error.hpp>
 
-#include <fcntl.h>
-#include <sys/random.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -68,32 +63,7 @@ bool equal_constant_time(const std::uint8_t* a, const std::uint8_t* b, std::size
   return difference == 0;
 }
 
-void read_urandom(void* out, std::size_t bytes) {
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(Status::SystemError, "cannot open /dev/urandom for random bytes");
-  net::Socket guard(fd);
-  auto* cursor = static_cast<char*>(out);
-  while (bytes > 0) {
-    ssize_t n = ::read(fd, cursor, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(Status::SystemError, "cannot read random bytes from /dev/urandom");
-    cursor += n;
-    bytes -= static_cast<std::size_t>(n);
-  }
-}
-
 }  // namespace
-
-void random_bytes(void* out, std::size_t bytes) {
-  auto* cursor = static_cast<char*>(out);
-  while (bytes > 0) {
-    ssize_t n = ::getrandom(cursor, bytes, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return read_urandom(cursor, bytes);  // ENOSYS on old kernels
-    cursor += n;
-    bytes -= static_cast<std::size_t>(n);
-  }
-}
 
 std::string random_hex(std::size_t bytes) {
   std::vector<std::uint8_t> raw(bytes);

@@ -34,7 +34,7 @@ std::string random_secret();
 /// `bytes` random bytes as 2*bytes lower-case hex characters.
 std::string random_hex(std::size_t bytes);
 
-/// `bytes` bytes from the kernel's CSPRNG (getrandom, else /dev/urandom). Throws SystemError.
+/// `bytes` bytes from OpenSSL's CSPRNG (RAND_bytes, seeded by the kernel). Throws SystemError.
 void random_bytes(void* out, std::size_t bytes);
 
 /// The server's half of the handshake as a small state machine, for event loops

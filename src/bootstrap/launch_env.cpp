@@ -165,7 +165,7 @@ std::string host_identity() {
   if (boot_id && std::getline(boot_id, id)) {
     auto first = id.find_first_not_of(" \t\r\n");
     auto last = id.find_last_not_of(" \t\r\n");
-    if (first != std::string::npos) identity += "/" + id.substr(first, last - first + 1);
+    if (first != std::string::npos) identity.append("/").append(id, first, last - first + 1);
   }
   return identity;
 }

@@ -1,11 +1,14 @@
-// SHA-256 (FIPS 180-4) with an incremental interface, for HMAC and the handshake.
+// SHA-256 (FIPS 180-4) with an incremental interface, for HMAC and the handshake; computed by
+// OpenSSL's libcrypto.
 #pragma once
 
 #include "bootstrap/auth.hpp"
 
 #include <cstddef>
-#include <cstdint>
+#include <memory>
 #include <string_view>
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
 
 namespace chorus::auth {
 
@@ -18,12 +21,10 @@ class Sha256 {
   Digest finish();
 
  private:
-  void compress(const std::uint8_t* block);
-
-  std::uint32_t state_[8];
-  std::uint8_t buffer_[64];
-  std::size_t buffered_ = 0;
-  std::uint64_t total_bytes_ = 0;
+  struct FreeContext {
+    void operator()(evp_md_ctx_st* context) const noexcept;
+  };
+  std::unique_ptr<evp_md_ctx_st, FreeContext> context_;
 };
 
 }  // namespace chorus::auth

@@ -24,8 +24,13 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+// GCC and clang spell "compile what follows for these instructions" differently.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c")
+#endif
 
 #include "core/reduce_simd_loop.hpp"
 
@@ -198,7 +203,11 @@ bool convert_half_avx2(const void* src, DataType from, void* dst, DataType to, s
 
 }  // namespace chorus
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else  // not x86: reduce_isa_supported(Avx2) is false, so this is never called.
 

@@ -21,12 +21,20 @@
 #if defined(__x86_64__) || defined(__i386__)
 // g++ 12's avx512fintrin.h builds "undefined" vectors as `__m512i __Y = __Y;`,
 // which -Wmaybe-uninitialized reports once inlined; the value is never read.
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
+// GCC and clang spell "compile what follows for these instructions" differently.
+#if defined(__clang__)
+#pragma clang attribute push( \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c")
+#endif
 
 #include "core/reduce_simd_loop.hpp"
 
@@ -185,8 +193,12 @@ bool convert_half_avx512(const void* src, DataType from, void* dst, DataType to,
 
 }  // namespace chorus
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
 #pragma GCC diagnostic pop
+#endif
 
 #else  // not x86: reduce_isa_supported(Avx512) is false, so this is never called.
 

@@ -7,6 +7,10 @@
 
 #include <string>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace chorus {
 namespace {
 
@@ -20,8 +24,11 @@ constexpr bool kX86 = false;
 // OS saves the YMM/ZMM state (XGETBV), so a "yes" means the instructions run.
 bool cpu_has_avx2() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
+  // F16C from CPUID leaf 1 (clang 14's __builtin_cpu_supports does not know "f16c").
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+         (ecx & bit_F16C) != 0;
 #else
   return false;
 #endif

@@ -29,7 +29,7 @@ RankInfo decode_rank_info(const std::string& text, int rank);
 /// Host index per rank, numbered by first appearance in rank order.
 Topology topology_of(const std::vector<RankInfo>& infos);
 
-/// 32 random hex characters (getrandom).
+/// 32 random hex characters (auth::random_hex).
 std::string random_token();
 
 }  // namespace chorus::transport

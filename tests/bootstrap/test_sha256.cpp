@@ -61,6 +61,14 @@ TEST(HmacSha256, Rfc4231Vectors) {
             "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
 }
 
+// The handshake allows an empty secret, and a message may be empty (reference: Python's hmac).
+TEST(HmacSha256, EmptyKeyAndEmptyMessage) {
+  EXPECT_EQ(hex(hmac_sha256("", "")),
+            "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+  EXPECT_EQ(hex(hmac_sha256(std::string_view(), "chorus")),
+            "2f6b6ea6fb1d7a5c87a98df44f8919ee3c6198438e3a586adb64685c42788489");
+}
+
 TEST(RandomSecret, Is64HexCharactersAndFresh) {
   std::string a = random_secret();
   std::string b = random_secret();

@@ -31,7 +31,9 @@ LineRelay::~LineRelay() { close_all(); }
 
 void LineRelay::add(int fd, int rank, int dest_fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  streams_.push_back(Stream{fd, dest_fd, "[" + std::to_string(rank) + "] ", {}});
+  std::string prefix = "[";  // appended: see core/log.cpp on GCC 12's -Wrestrict at -O3
+  prefix.append(std::to_string(rank)).append("] ");
+  streams_.push_back(Stream{fd, dest_fd, std::move(prefix), {}});
 }
 
 void LineRelay::append_pollfds(std::vector<pollfd>* fds) const {
