@@ -204,6 +204,10 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& model,
 
 std::string config_difference(const std::string& path, const RunConfig& saved,
                               const RunConfig& current) {
+  if (saved.empty() && !current.empty()) {
+    return "checkpoint " + path +
+           " records no settings to compare with this run's (it was written without them)";
+  }
   std::vector<std::string> before, now;
   auto value_in = [](const RunConfig& config, const std::string& key) {
     auto it = config.find(key);

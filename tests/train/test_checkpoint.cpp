@@ -109,6 +109,9 @@ TEST(Checkpoint, ConfigIsSavedAndDifferencesAreNamed) {
   EXPECT_EQ(read_checkpoint_state(path).step, 7);
 
   EXPECT_EQ(config_difference("c.pt", config, config), "");
+  EXPECT_EQ(config_difference("c.pt", {}, config),
+            "checkpoint c.pt records no settings to compare with this run's (it was written "
+            "without them)");
   RunConfig other = config;
   other["--hidden"] = "64";
   EXPECT_EQ(config_difference("c.pt", config, other),

@@ -67,7 +67,8 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& model,
 
 /// Pure: "" when `saved` and `current` agree, else one sentence naming every setting that
 /// differs with both values, e.g. "checkpoint ck.pt was made with --hidden 128, this run has
-/// --hidden 64" (a setting one side lacks shows as "(not recorded)").
+/// --hidden 64" (a setting one side lacks shows as "(not recorded)"; a checkpoint that records
+/// no settings at all gets a sentence saying so).
 std::string config_difference(const std::string& path, const RunConfig& saved,
                               const RunConfig& current);
 
