@@ -1,21 +1,32 @@
 // Checkpoints: one torch archive holding the module's parameters and buffers ("model"), the
-// optimizer's state ("optimizer") and the TrainingState ("state"). Rank 0 writes path + ".tmp"
-// and renames it over path, so a reader sees either the previous or the new complete file.
+// optimizer's state ("optimizer") and the TrainingState with the optimizer's type and the
+// run's configuration ("state"). Rank 0 writes path + ".tmp" and renames it over path, so a
+// reader sees either the previous or the new complete file.
+#include "checkpoint_checks.hpp"
+
 #include <chorus/error.hpp>
-#include <chorus/train/ddp.hpp>
+#include <chorus/train/checkpoint.hpp>
 
 #include <torch/torch.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace chorus::train {
 namespace {
 
+using torch::serialize::InputArchive;
+using torch::serialize::OutputArchive;
+
 torch::Tensor scalar(std::int64_t v) { return torch::tensor(v, torch::kLong); }
 
-// Archive entry names must be identifiers (no '.'); extra keys are stored hex-encoded.
+Error malformed(const std::string& path, const std::string& what) {
+  return Error(Status::SystemError, "load_checkpoint: " + path + ": " + what);
+}
+
+// Archive entry names must be identifiers (no '.'); extra and config keys are hex-encoded.
 std::string encode_key(const std::string& key) {
   static const char* digits = "0123456789abcdef";
   std::string out = "k";
@@ -26,11 +37,11 @@ std::string encode_key(const std::string& key) {
   return out;
 }
 
-std::string decode_key(const std::string& name) {
+std::string decode_key(const std::string& name, const std::string& path) {
   auto nibble = [&](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    throw Error(Status::SystemError, "load_checkpoint: malformed extra key '" + name + "'");
+    throw malformed(path, "malformed key '" + name + "'");
   };
   if (name.empty() || name[0] != 'k' || name.size() % 2 != 1) nibble('?');
   std::string out;
@@ -40,88 +51,210 @@ std::string decode_key(const std::string& name) {
   return out;
 }
 
-std::int64_t read_scalar(torch::serialize::InputArchive& archive, const std::string& key) {
+std::int64_t read_scalar(InputArchive& archive, const std::string& key, const std::string& path) {
   torch::Tensor t;
   if (!archive.try_read(key, t) || t.numel() != 1 || t.scalar_type() != torch::kLong) {
-    throw Error(Status::SystemError, "load_checkpoint: missing or malformed entry '" + key + "'");
+    throw malformed(path, "missing or malformed entry '" + key + "'");
   }
   return t.item<std::int64_t>();
 }
 
+std::string read_string(InputArchive& archive, const std::string& key, const std::string& path) {
+  c10::IValue value;
+  if (!archive.try_read(key, value) || !value.isString()) {
+    throw malformed(path, "missing or malformed entry '" + key + "'");
+  }
+  return value.toStringRef();
+}
+
+void write_state(OutputArchive& archive, const TrainingState& state, const std::string& optimizer) {
+  archive.write("step", scalar(state.step));
+  archive.write("epoch", scalar(state.epoch));
+  archive.write("optimizer_type", c10::IValue(optimizer));
+  OutputArchive extra;
+  for (const auto& [key, value] : state.extra) extra.write(encode_key(key), scalar(value));
+  archive.write("extra", extra);
+  OutputArchive config;
+  for (const auto& [key, value] : state.config) config.write(encode_key(key), c10::IValue(value));
+  archive.write("config", config);
+}
+
+/// A checkpoint's three parts, read from its file.
+struct Archives {
+  InputArchive model;
+  InputArchive optimizer;
+  InputArchive state;
+};
+
+Archives open_checkpoint(const std::string& path) {
+  InputArchive root;
+  try {
+    root.load_from(path);
+  } catch (const std::exception& e) {
+    throw Error(Status::SystemError,
+                "load_checkpoint: cannot read " + path + ": " + detail::short_message(e));
+  }
+  Archives parts;
+  if (!root.try_read("model", parts.model) || !root.try_read("optimizer", parts.optimizer) ||
+      !root.try_read("state", parts.state)) {
+    throw Error(Status::SystemError, "load_checkpoint: " + path + " is not a Chorus checkpoint");
+  }
+  return parts;
+}
+
+/// The state part; checkpoints written before the configuration was recorded have none.
+TrainingState read_state(InputArchive& archive, const std::string& path) {
+  TrainingState state;
+  state.step = read_scalar(archive, "step", path);
+  state.epoch = read_scalar(archive, "epoch", path);
+  InputArchive extra;
+  if (archive.try_read("extra", extra)) {
+    for (const auto& key : extra.keys())
+      state.extra[decode_key(key, path)] = read_scalar(extra, key, path);
+  }
+  InputArchive config;
+  if (archive.try_read("config", config)) {
+    for (const auto& key : config.keys())
+      state.config[decode_key(key, path)] = read_string(config, key, path);
+  }
+  return state;
+}
+
+void check_optimizer_type(InputArchive& state, const torch::optim::Optimizer& opt,
+                          const std::string& path) {
+  c10::IValue saved;
+  if (!state.try_read("optimizer_type", saved)) return;  // not recorded: Optimizer::load checks
+  const std::string given = detail::optimizer_type(opt);
+  if (!saved.isString() || saved.toStringRef() != given) {
+    throw Error(Status::InvalidArgument, "load_checkpoint: " + path + " holds the state of a " +
+                                             (saved.isString() ? saved.toStringRef() : "?") +
+                                             " optimizer, the given optimizer is " + given);
+  }
+}
+
 }  // namespace
+
+void check_checkpoint_path(const std::string& path, const chorus::Communicator& comm) {
+  std::optional<Error> failure;
+  if (comm.rank() == 0) {
+    if (auto problem = detail::path_problem(path)) {
+      failure =
+          Error(Status::InvalidArgument, "checkpoint " + path + " cannot be written: " + *problem);
+    }
+  }
+  detail::raise_if_any_failed(comm, failure);
+}
 
 void save_checkpoint(const std::string& path, torch::nn::Module& model,
                      torch::optim::Optimizer& opt, const TrainingState& state,
                      const chorus::Communicator& comm) {
   require_argument(!path.empty(), "save_checkpoint: empty path");
-  std::string failure;
+  std::optional<Error> failure;
   if (comm.rank() == 0) {
-    try {
-      torch::serialize::OutputArchive root;
-      torch::serialize::OutputArchive model_archive;
-      model.save(model_archive);
-      root.write("model", model_archive);
-      torch::serialize::OutputArchive opt_archive;
-      opt.save(opt_archive);
-      root.write("optimizer", opt_archive);
-      torch::serialize::OutputArchive state_archive;
-      state_archive.write("step", scalar(state.step));
-      state_archive.write("epoch", scalar(state.epoch));
-      torch::serialize::OutputArchive extra_archive;
-      for (const auto& [key, value] : state.extra)
-        extra_archive.write(encode_key(key), scalar(value));
-      state_archive.write("extra", extra_archive);
-      root.write("state", state_archive);
-      const std::string tmp = path + ".tmp";
-      root.save_to(tmp);
-      if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        failure = "rename " + tmp + " -> " + path + ": " + std::strerror(errno);
-      }
-    } catch (const std::exception& e) {
-      failure = e.what();
+    failure = detail::failure_of(
+        [&] {
+          OutputArchive root;
+          OutputArchive model_archive;
+          model.save(model_archive);
+          root.write("model", model_archive);
+          OutputArchive opt_archive;
+          opt.save(opt_archive);
+          root.write("optimizer", opt_archive);
+          OutputArchive state_archive;
+          write_state(state_archive, state, detail::optimizer_type(opt));
+          root.write("state", state_archive);
+          const std::string tmp = path + ".tmp";
+          root.save_to(tmp);
+          if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+            throw Error(Status::SystemError,
+                        "rename " + tmp + " -> " + path + ": " + std::strerror(errno));
+          }
+        },
+        Status::SystemError);
+    if (failure) {
+      failure = Error(failure->status(), "save_checkpoint(" + path +
+                                             ") failed on rank 0: " + std::string(failure->what()));
     }
   }
   // Every rank learns whether rank 0 succeeded, so all throw or all return together.
-  std::int32_t ok = failure.empty() ? 1 : 0;
-  chorus::Communicator c = comm;
-  c.broadcast(&ok, &ok, 1, DataType::Int32, 0);
-  if (ok == 0) {
-    throw Error(Status::SystemError, "save_checkpoint(" + path + ") failed on rank 0" +
-                                         (failure.empty() ? std::string() : ": " + failure));
-  }
+  detail::raise_if_any_failed(comm, failure);
+}
+
+TrainingState read_checkpoint_state(const std::string& path) {
+  Archives parts = open_checkpoint(path);
+  return read_state(parts.state, path);
 }
 
 TrainingState load_checkpoint(const std::string& path, torch::nn::Module& model,
                               torch::optim::Optimizer& opt) {
-  torch::serialize::InputArchive root;
+  Archives parts = open_checkpoint(path);
+  TrainingState state = read_state(parts.state, path);
+  detail::check_fits(parts.model, model, "", path);
+  check_optimizer_type(parts.state, opt, path);
   try {
-    root.load_from(path);
-  } catch (const std::exception& e) {
-    throw Error(Status::SystemError, "load_checkpoint: cannot read " + path + ": " + e.what());
-  }
-  torch::serialize::InputArchive model_archive;
-  torch::serialize::InputArchive opt_archive;
-  torch::serialize::InputArchive state_archive;
-  if (!root.try_read("model", model_archive) || !root.try_read("optimizer", opt_archive) ||
-      !root.try_read("state", state_archive)) {
-    throw Error(Status::SystemError, "load_checkpoint: " + path + " is not a Chorus checkpoint");
-  }
-  try {
-    model.load(model_archive);
-    opt.load(opt_archive);
+    model.load(parts.model);
+    opt.load(parts.optimizer);
   } catch (const c10::Error& e) {
-    throw Error(Status::SystemError,
+    throw Error(Status::InvalidArgument,
                 "load_checkpoint: " + path +
                     " does not match the model or optimizer: " + e.what_without_backtrace());
   }
-  TrainingState state;
-  state.step = read_scalar(state_archive, "step");
-  state.epoch = read_scalar(state_archive, "epoch");
-  torch::serialize::InputArchive extra_archive;
-  if (state_archive.try_read("extra", extra_archive)) {
-    for (const auto& key : extra_archive.keys())
-      state.extra[decode_key(key)] = read_scalar(extra_archive, key);
+  return state;
+}
+
+std::string config_difference(const std::string& path, const RunConfig& saved,
+                              const RunConfig& current) {
+  if (saved.empty() && !current.empty()) {
+    return "checkpoint " + path +
+           " records no settings to compare with this run's (it was written without them)";
   }
+  std::vector<std::string> before, now;
+  auto value_in = [](const RunConfig& config, const std::string& key) {
+    auto it = config.find(key);
+    return key + " " + (it == config.end() ? std::string("(not recorded)") : it->second);
+  };
+  RunConfig keys = saved;
+  keys.insert(current.begin(), current.end());
+  for (const auto& entry : keys) {
+    const std::string& key = entry.first;
+    auto a = saved.find(key), b = current.find(key);
+    if (a != saved.end() && b != current.end() && a->second == b->second) continue;
+    before.push_back(value_in(saved, key));
+    now.push_back(value_in(current, key));
+  }
+  if (before.empty()) return "";
+  auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
+      out += items[i];
+    }
+    return out;
+  };
+  return "checkpoint " + path + " was made with " + join(before) + ", this run has " + join(now);
+}
+
+std::optional<TrainingState> resume_checkpoint(const std::string& path, torch::nn::Module& model,
+                                               torch::optim::Optimizer& opt,
+                                               const RunConfig& config,
+                                               const chorus::Communicator& comm) {
+  // Rank 0 decides whether there is a checkpoint; every rank must then be able to read it.
+  std::int32_t found = comm.rank() == 0 && std::filesystem::exists(path) ? 1 : 0;
+  chorus::Communicator c = comm;
+  c.broadcast(&found, &found, 1, DataType::Int32, 0);
+  if (found == 0) return std::nullopt;
+  // First every rank compares the configuration, so a refusal leaves every model untouched.
+  detail::raise_if_any_failed(comm, detail::failure_of(
+                                        [&] {
+                                          const std::string difference = config_difference(
+                                              path, read_checkpoint_state(path).config, config);
+                                          require_argument(difference.empty(), difference);
+                                        },
+                                        Status::SystemError));
+  TrainingState state;
+  detail::raise_if_any_failed(
+      comm,
+      detail::failure_of([&] { state = load_checkpoint(path, model, opt); }, Status::SystemError));
   return state;
 }
 

@@ -115,7 +115,7 @@ TEST(DdpState, CheckpointResumeContinuesTheSameLossCurve) {
       DistributedDataParallel ddp(model, comm);
       auto opt = make_optimizer(true, model->parameters());
       train(ddp, *model, *opt, d, 0, 3, rank, interrupted[rank]);
-      TrainingState state{3, 1, {{"sampler.position", 42}, {"x", -5}}};
+      TrainingState state{3, 1, {{"sampler.position", 42}, {"x", -5}}, {}};
       save_checkpoint(path, *model, *opt, state, comm);
     }
     EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));

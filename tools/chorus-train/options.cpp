@@ -3,104 +3,187 @@
 
 #include <chorus/error.hpp>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 namespace chorus::train_tool {
 namespace {
 
+constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
+
 Error bad(const std::string& option, const std::string& value, const std::string& why) {
-  return Error(Status::InvalidArgument,
-               "chorus-train: " + option + " '" + value + "' is not valid: " + why);
+  return Error(Status::InvalidArgument, option + " '" + value + "' is not valid: " + why);
 }
 
-std::int64_t to_int(const std::string& option, const std::string& value, std::int64_t min) {
+std::string range_text(std::int64_t min, std::int64_t max) {
+  if (max == kNoLimit) return "must be an integer >= " + std::to_string(min);
+  return "must be an integer from " + std::to_string(min) + " to " + std::to_string(max);
+}
+
+std::int64_t to_int(const std::string& option, const std::string& value, std::int64_t min,
+                    std::int64_t max = kNoLimit) {
   std::size_t used = 0;
   std::int64_t number = 0;
   try {
     number = std::stoll(value, &used);
   } catch (const std::exception&) {
-    throw bad(option, value, "expected an integer");
+    throw bad(option, value, range_text(min, max));
   }
-  if (used != value.size()) throw bad(option, value, "expected an integer");
-  if (number < min) throw bad(option, value, "must be at least " + std::to_string(min));
+  if (used != value.size() || number < min || number > max) {
+    throw bad(option, value, range_text(min, max));
+  }
   return number;
 }
 
-double to_double(const std::string& option, const std::string& value) {
+/// A finite number in [min, max] (min itself excluded when `min_excluded`).
+double to_double(const std::string& option, const std::string& value, double min, bool min_excluded,
+                 double max, const std::string& range) {
   std::size_t used = 0;
   double number = 0;
   try {
     number = std::stod(value, &used);
   } catch (const std::exception&) {
-    throw bad(option, value, "expected a number");
+    throw bad(option, value, range);
   }
-  if (used != value.size() || !(number >= 0)) throw bad(option, value, "expected a number >= 0");
+  const bool above_min = min_excluded ? number > min : number >= min;
+  if (used != value.size() || !std::isfinite(number) || !above_min || number > max) {
+    throw bad(option, value, range);
+  }
   return number;
 }
 
-using Setter = std::function<void(Options&, const std::string&)>;
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+/// Options as given; the defaults that depend on other options are resolved in finish().
+struct Parsed {
+  Options options;
+  std::optional<std::int64_t> hidden;
+  std::optional<OptimizerKind> optimizer;
+  std::optional<double> lr;
+};
+
+using Setter = std::function<void(Parsed&, const std::string&)>;
+
+/// --name value -> the Options field it sets (integers within [min, max]).
+Setter integer(std::int64_t Options::*field, const char* name, std::int64_t min,
+               std::int64_t max = kNoLimit) {
+  return [=](Parsed& p, const std::string& v) { p.options.*field = to_int(name, v, min, max); };
+}
+
+Setter small_integer(int Options::*field, const char* name, int min, int max) {
+  return [=](Parsed& p, const std::string& v) {
+    p.options.*field = static_cast<int>(to_int(name, v, min, max));
+  };
+}
+
+Setter choice(const char* name, const std::map<std::string, std::function<void(Parsed&)>>& map) {
+  return [=](Parsed& p, const std::string& v) {
+    auto it = map.find(v);
+    if (it == map.end()) {
+      std::string names;
+      for (const auto& entry : map) names += (names.empty() ? "" : "|") + entry.first;
+      throw bad(name, v, "expected " + names);
+    }
+    it->second(p);
+  };
+}
 
 const std::map<std::string, Setter>& valued_options() {
   static const std::map<std::string, Setter> setters = {
       {"--model",
-       [](Options& o, const std::string& v) {
-         if (v != "mlp" && v != "lstm") throw bad("--model", v, "expected mlp or lstm");
-         o.model = v == "mlp" ? ModelKind::Mlp : ModelKind::Lstm;
-       }},
-      {"--epochs",
-       [](Options& o, const std::string& v) {
-         o.epochs = static_cast<int>(to_int("--epochs", v, 1));
-       }},
-      {"--batch", [](Options& o, const std::string& v) { o.batch = to_int("--batch", v, 1); }},
-      {"--steps", [](Options& o, const std::string& v) { o.steps = to_int("--steps", v, 0); }},
-      {"--lr", [](Options& o, const std::string& v) { o.lr = to_double("--lr", v); }},
-      {"--checkpoint", [](Options& o, const std::string& v) { o.checkpoint = v; }},
-      {"--checkpoint-every",
-       [](Options& o, const std::string& v) {
-         o.checkpoint_every = to_int("--checkpoint-every", v, 0);
-       }},
+       choice("--model", {{"mlp", [](Parsed& p) { p.options.model = ModelKind::Mlp; }},
+                          {"lstm", [](Parsed& p) { p.options.model = ModelKind::Lstm; }}})},
+      {"--optimizer",
+       choice("--optimizer", {{"sgd", [](Parsed& p) { p.optimizer = OptimizerKind::Sgd; }},
+                              {"adam", [](Parsed& p) { p.optimizer = OptimizerKind::Adam; }}})},
+      {"--compression",
+       choice("--compression",
+              {{"none", [](Parsed& p) { p.options.compression = Compression::None; }},
+               {"fp16", [](Parsed& p) { p.options.compression = Compression::Fp16; }},
+               {"bf16", [](Parsed& p) { p.options.compression = Compression::Bf16; }}})},
+      {"--epochs", small_integer(&Options::epochs, "--epochs", 1, 1000000)},
+      {"--batch", integer(&Options::batch, "--batch", 1, 1 << 20)},
+      {"--steps", integer(&Options::steps, "--steps", 0)},
+      {"--checkpoint-every", integer(&Options::checkpoint_every, "--checkpoint-every", 0)},
+      {"--alternate-sync", integer(&Options::alternate_sync, "--alternate-sync", 1)},
+      {"--log-every", integer(&Options::log_every, "--log-every", 1)},
+      {"--threads", small_integer(&Options::threads, "--threads", 1, 256)},
+      {"--layers", small_integer(&Options::layers, "--layers", 1, 64)},
+      {"--hidden",
+       [](Parsed& p, const std::string& v) { p.hidden = to_int("--hidden", v, 1, 65536); }},
       {"--seed",
-       [](Options& o, const std::string& v) {
-         o.seed = static_cast<std::uint64_t>(to_int("--seed", v, 0));
+       [](Parsed& p, const std::string& v) {
+         p.options.seed = static_cast<std::uint64_t>(to_int("--seed", v, 0));
+       }},
+      {"--lr",
+       [](Parsed& p, const std::string& v) {
+         p.lr = to_double("--lr", v, 0, true, std::numeric_limits<double>::max(),
+                          "must be a number > 0 (leave --lr out for the optimizer's default)");
        }},
       {"--bucket-cap-mb",
-       [](Options& o, const std::string& v) { o.bucket_cap_mb = to_double("--bucket-cap-mb", v); }},
-      {"--compression",
-       [](Options& o, const std::string& v) {
-         if (v == "none")
-           o.compression = Compression::None;
-         else if (v == "fp16")
-           o.compression = Compression::Fp16;
-         else if (v == "bf16")
-           o.compression = Compression::Bf16;
-         else
-           throw bad("--compression", v, "expected none, fp16 or bf16");
+       [](Parsed& p, const std::string& v) {
+         p.options.bucket_cap_mb =
+             to_double("--bucket-cap-mb", v, kMinBucketCapMb, false, kMaxBucketCapMb,
+                       "must be a number from " + number_text(kMinBucketCapMb) + " to " +
+                           number_text(kMaxBucketCapMb) + " (MiB)");
        }},
-      {"--threads",
-       [](Options& o, const std::string& v) {
-         o.threads = static_cast<int>(to_int("--threads", v, 1));
-       }},
-      {"--alternate-sync",
-       [](Options& o, const std::string& v) {
-         o.alternate_sync = to_int("--alternate-sync", v, 1);
-       }},
-      {"--log-every",
-       [](Options& o, const std::string& v) { o.log_every = to_int("--log-every", v, 1); }},
-      {"--hidden", [](Options& o, const std::string& v) { o.hidden = to_int("--hidden", v, 1); }},
-      {"--layers",
-       [](Options& o, const std::string& v) {
-         o.layers = static_cast<int>(to_int("--layers", v, 1));
+      {"--checkpoint",
+       [](Parsed& p, const std::string& v) {
+         if (v.empty()) throw bad("--checkpoint", v, "expected a file path");
+         p.options.checkpoint = v;
        }},
   };
   return setters;
 }
 
+/// Whether `word` is a flag; sets it.
+bool set_flag(Options& o, const std::string& word) {
+  static const std::map<std::string, std::function<void(Options&)>> flags = {
+      {"-h", [](Options& x) { x.help = true; }},
+      {"--help", [](Options& x) { x.help = true; }},
+      {"--no-sync", [](Options& x) { x.no_sync = true; }},
+      {"--no-shared-buckets", [](Options& x) { x.shared_buckets = false; }},
+      {"--no-overlap", [](Options& x) { x.overlap = false; }},
+      {"--resume", [](Options& x) { x.resume = true; }},
+      {"--no-eval", [](Options& x) { x.eval = false; }},
+  };
+  auto it = flags.find(word);
+  if (it == flags.end()) return false;
+  it->second(o);
+  return true;
+}
+
+/// Resolves the defaults that depend on other options and refuses combinations.
+Options finish(Parsed parsed) {
+  Options o = parsed.options;
+  const bool mlp = o.model == ModelKind::Mlp;
+  o.hidden = parsed.hidden.value_or(mlp ? 1024 : 256);
+  o.optimizer = parsed.optimizer.value_or(mlp ? OptimizerKind::Sgd : OptimizerKind::Adam);
+  o.lr = parsed.lr.value_or(o.optimizer == OptimizerKind::Sgd ? 0.05 : 0.003);
+  if (o.alternate_sync > 0 && o.no_sync) {
+    throw bad("--alternate-sync", std::to_string(o.alternate_sync),
+              "cannot be combined with --no-sync");
+  }
+  if (o.resume && o.checkpoint.empty()) throw bad("--resume", "", "needs --checkpoint path");
+  if (o.checkpoint_every > 0 && o.checkpoint.empty()) {
+    throw bad("--checkpoint-every", std::to_string(o.checkpoint_every), "needs --checkpoint path");
+  }
+  return o;
+}
+
 }  // namespace
 
 Options parse_options(int argc, const char* const argv[]) {
-  Options options;
+  Parsed parsed;
   for (int i = 1; i < argc; ++i) {
     std::string word = argv[i];
     std::string value;
@@ -109,36 +192,23 @@ Options parse_options(int argc, const char* const argv[]) {
       value = word.substr(word.find('=') + 1);
       word = word.substr(0, word.find('='));
     }
-    if (word == "-h" || word == "--help") {
-      options.help = true;
-    } else if (word == "--no-sync") {
-      options.no_sync = true;
-    } else if (word == "--no-shared-buckets") {
-      options.shared_buckets = false;
-    } else if (word == "--no-overlap") {
-      options.overlap = false;
-    } else if (word == "--resume") {
-      options.resume = true;
-    } else if (word == "--no-eval") {
-      options.eval = false;
-    } else if (auto it = valued_options().find(word); it != valued_options().end()) {
-      if (!has_inline) {
-        if (i + 1 >= argc) throw bad(word, "", "the option needs a value");
-        value = argv[++i];
-      }
-      it->second(options, value);
-    } else {
-      throw bad("option", word, "unknown (see --help)");
+    if (set_flag(parsed.options, word)) {
+      if (has_inline) throw bad(word, value, "the option takes no value");
+      continue;
     }
+    auto it = valued_options().find(word);
+    if (it == valued_options().end()) throw bad("option", word, "unknown (see --help)");
+    if (!has_inline) {
+      if (i + 1 >= argc) throw bad(word, "", "the option needs a value");
+      value = argv[++i];
+    }
+    it->second(parsed, value);
   }
-  if (options.alternate_sync > 0 && options.no_sync) {
-    throw bad("--alternate-sync", std::to_string(options.alternate_sync),
-              "cannot be combined with --no-sync");
-  }
-  if (options.resume && options.checkpoint.empty()) {
-    throw bad("--resume", "", "needs --checkpoint path");
-  }
-  return options;
+  return finish(parsed);
+}
+
+std::string optimizer_name(OptimizerKind kind) {
+  return kind == OptimizerKind::Sgd ? "sgd" : "adam";
 }
 
 std::string usage_text() {
@@ -146,10 +216,11 @@ std::string usage_text() {
 Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --model mlp|lstm       mlp: Fashion-MNIST classifier 784-H-..-H-10 (--hidden, --layers);
                          lstm: character-level LSTM on /usr/share/common-licenses  [mlp]
-  --epochs E             passes over the training set                       [1]
-  --batch B              samples per rank per step                          [64]
-  --steps S              stop after S steps in total (0 = no limit)         [0]
-  --lr X                 learning rate: mlp SGD+momentum 0.9, lstm Adam [0.05 / 0.003]
+  --epochs E             passes over the training set, 1..1000000               [1]
+  --batch B              samples per rank per step, 1..1048576                  [64]
+  --steps S              stop after S steps in total (0 = no limit)             [0]
+  --optimizer sgd|adam   sgd: SGD with momentum 0.9; adam: Adam     [mlp: sgd, lstm: adam]
+  --lr X                 learning rate, > 0                      [sgd: 0.05, adam: 0.003]
   --no-sync              same compute without gradient synchronisation (benchmark)
   --alternate-sync K     blocks of K synchronised and K unsynchronised steps take turns
                          in the same processes; the summary gives both step medians
@@ -157,16 +228,21 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --no-overlap           all-reduce every bucket after backward, none from the gradient
                          hooks (DdpOptions::overlap_backward = false)
-  --checkpoint PATH      save model, optimizer, step and sampler state at the end
-  --checkpoint-every N   ... and every N steps
-  --resume               continue from --checkpoint PATH when it exists
-  --seed S               initial weights and data order                     [1]
-  --bucket-cap-mb M      DDP gradient bucket cap                            [25]
-  --compression C        gradients on the wire: none|fp16|bf16              [none]
-  --threads T            torch threads per rank                             [1]
-  --log-every N          progress line every N steps                        [50]
-  --hidden H             MLP width / LSTM state size                        [1024 / 256]
-  --layers L             MLP hidden layers                                  [3]
+  --checkpoint PATH      save model, optimizer, step, sampler state and the run's
+                         configuration at the end; rank 0 checks that it can write PATH
+                         before the first step
+  --checkpoint-every N   ... and every N steps (needs --checkpoint)
+  --resume               continue from --checkpoint PATH when it exists (else say so and
+                         start from scratch); refused, before any step, when the checkpoint
+                         was made with another --model, --hidden, --layers, --optimizer,
+                         --lr, --batch, --seed, world size or training set
+  --seed S               initial weights and data order, >= 0                   [1]
+  --bucket-cap-mb M      DDP gradient bucket cap in MiB, 0.001..65536           [25]
+  --compression C        gradients on the wire: none|fp16|bf16                  [none]
+  --threads T            torch threads per rank, 1..256                         [1]
+  --log-every N          progress line every N steps, >= 1                      [50]
+  --hidden H             MLP width / LSTM state size, 1..65536             [1024 / 256]
+  --layers L             MLP hidden layers, 1..64                               [3]
   --no-eval              skip the final test-set evaluation
 Environment: CHORUS_FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist).
 )";

@@ -7,15 +7,20 @@
 namespace chorus::train_tool {
 
 enum class ModelKind { Mlp, Lstm };
+enum class OptimizerKind { Sgd, Adam };
 enum class Compression { None, Fp16, Bf16 };
 
+/// What parse_options returns: every value checked and every default resolved (--hidden,
+/// --optimizer and --lr have defaults that depend on the model and the optimizer).
 struct Options {
   ModelKind model = ModelKind::Mlp;  ///< --model mlp|lstm
   int epochs = 1;                    ///< --epochs
   std::int64_t batch = 64;           ///< --batch: samples per rank per step
   std::int64_t steps = 0;  ///< --steps: stop after this many steps in total (0 = no limit)
-  double lr = 0.0;         ///< --lr (0 = default: SGD 0.05 MLP, Adam 0.003 LSTM)
-  bool no_sync = false;    ///< --no-sync: same compute, gradients not synchronised
+  /// --optimizer sgd|adam (default: sgd with momentum 0.9 for the MLP, adam for the LSTM)
+  OptimizerKind optimizer = OptimizerKind::Sgd;
+  double lr = 0.05;      ///< --lr > 0 (default: sgd 0.05, adam 0.003)
+  bool no_sync = false;  ///< --no-sync: same compute, gradients not synchronised
   /// --alternate-sync K: blocks of K synchronised steps alternate with blocks of K steps that
   /// skip synchronisation (each followed by an untimed barrier), in the same processes; the
   /// summary gives both medians (0 = off).
@@ -26,18 +31,25 @@ struct Options {
   std::int64_t checkpoint_every = 0;  ///< --checkpoint-every N (0 = only at the end)
   bool resume = false;                ///< --resume: continue from --checkpoint if it exists
   std::uint64_t seed = 1;             ///< --seed: initial weights and data order
-  double bucket_cap_mb = 25.0;        ///< --bucket-cap-mb
+  double bucket_cap_mb = 25.0;        ///< --bucket-cap-mb, in [kMinBucketCapMb, kMaxBucketCapMb]
   Compression compression = Compression::None;  ///< --compression none|fp16|bf16
   int threads = 1;                              ///< --threads: torch intra-op threads per rank
   std::int64_t log_every = 50;                  ///< --log-every N steps
-  std::int64_t hidden = 0;  ///< --hidden: MLP width / LSTM state (0 = 1024 / 256)
-  int layers = 3;           ///< --layers: MLP hidden layers
-  bool eval = true;         ///< --no-eval skips the final test evaluation
-  bool help = false;        ///< -h / --help
+  std::int64_t hidden = 1024;  ///< --hidden: MLP width / LSTM state (default 1024 / 256)
+  int layers = 3;              ///< --layers: MLP hidden layers
+  bool eval = true;            ///< --no-eval skips the final test evaluation
+  bool help = false;           ///< -h / --help
 };
 
-/// Parses argv[1..argc); throws chorus::Error(InvalidArgument) naming the bad option.
+inline constexpr double kMinBucketCapMb = 0.001;  ///< 1 KiB-ish: about a bucket per tensor
+inline constexpr double kMaxBucketCapMb = 65536;  ///< 64 GiB: one bucket for any model here
+
+/// Parses argv[1..argc); throws chorus::Error(InvalidArgument) naming the bad option and its
+/// value (a number out of its range, an option that needs another one, an unknown option).
 Options parse_options(int argc, const char* const argv[]);
+
+/// "sgd" or "adam".
+std::string optimizer_name(OptimizerKind kind);
 
 /// The --help text.
 std::string usage_text();

@@ -14,8 +14,7 @@ constexpr double kPixelStd = 0.3530;
 /// 784 -> hidden (x layers, ReLU) -> 10.
 class MlpTask : public Task {
  public:
-  explicit MlpTask(const Options& options)
-      : hidden_(options.hidden > 0 ? options.hidden : 1024), layers_(options.layers) {
+  explicit MlpTask(const Options& options) : hidden_(options.hidden), layers_(options.layers) {
     const std::string dir = train::default_fashion_mnist_dir();
     train_ = to_tensors(train::load_fashion_mnist(dir, true));
     test_ = to_tensors(train::load_fashion_mnist(dir, false));
@@ -32,6 +31,12 @@ class MlpTask : public Task {
            "-10 on Fashion-MNIST (" + std::to_string(train_size()) + " train, " +
            std::to_string(test_size()) + " test)";
   }
+  train::RunConfig config() const override {
+    return {{"--model", "mlp"},
+            {"--hidden", std::to_string(hidden_)},
+            {"--layers", std::to_string(layers_)},
+            {"training set", "Fashion-MNIST (" + std::to_string(train_size()) + " images)"}};
+  }
   std::shared_ptr<torch::nn::Module> module() override { return net_.ptr(); }
   std::size_t train_size() const override {
     return static_cast<std::size_t>(train_.target.size(0));
@@ -44,10 +49,6 @@ class MlpTask : public Task {
     return {pixels.sub_(kPixelMean).div_(kPixelStd), split.target.index_select(0, index)};
   }
   torch::Tensor forward(const torch::Tensor& input) override { return net_->forward(input); }
-  std::unique_ptr<torch::optim::Optimizer> make_optimizer(double lr) override {
-    return std::make_unique<torch::optim::SGD>(
-        net_->parameters(), torch::optim::SGDOptions(lr > 0 ? lr : 0.05).momentum(0.9));
-  }
   double clip_norm() const override { return 0.0; }
 
   static torch::Tensor index_tensor(const std::vector<std::size_t>& indices) {
@@ -82,7 +83,7 @@ class LstmTask : public Task {
   static constexpr std::int64_t kSeq = 64;
   static constexpr std::int64_t kEmbed = 64;
 
-  explicit LstmTask(const Options& options) : hidden_(options.hidden > 0 ? options.hidden : 256) {
+  explicit LstmTask(const Options& options) : hidden_(options.hidden) {
     auto corpus = train::load_text_corpus(train::default_corpus_files(), 0.1);
     vocab_ = static_cast<std::int64_t>(corpus.vocab.size());
     train_ = to_tensor(corpus.train);
@@ -99,6 +100,12 @@ class LstmTask : public Task {
            " on /usr/share/common-licenses (" + std::to_string(train_size()) + " train, " +
            std::to_string(test_size()) + " test windows)";
   }
+  train::RunConfig config() const override {
+    return {{"--model", "lstm"},
+            {"--hidden", std::to_string(hidden_)},
+            {"training set", "/usr/share/common-licenses (" + std::to_string(train_size()) +
+                                 " windows, vocabulary " + std::to_string(vocab_) + ")"}};
+  }
   std::shared_ptr<torch::nn::Module> module() override { return net_; }
   std::size_t train_size() const override { return windows(train_); }
   std::size_t test_size() const override { return windows(test_); }
@@ -113,10 +120,6 @@ class LstmTask : public Task {
   torch::Tensor forward(const torch::Tensor& input) override {
     auto output = std::get<0>(lstm_->forward(embed_->forward(input)));
     return head_->forward(output).reshape({-1, vocab_});
-  }
-  std::unique_ptr<torch::optim::Optimizer> make_optimizer(double lr) override {
-    return std::make_unique<torch::optim::Adam>(net_->parameters(),
-                                                torch::optim::AdamOptions(lr > 0 ? lr : 0.003));
   }
   double clip_norm() const override { return 1.0; }
 
@@ -141,6 +144,16 @@ class LstmTask : public Task {
 };
 
 }  // namespace
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options,
+                                                        std::vector<torch::Tensor> parameters) {
+  if (options.optimizer == OptimizerKind::Sgd) {
+    return std::make_unique<torch::optim::SGD>(std::move(parameters),
+                                               torch::optim::SGDOptions(options.lr).momentum(0.9));
+  }
+  return std::make_unique<torch::optim::Adam>(std::move(parameters),
+                                              torch::optim::AdamOptions(options.lr));
+}
 
 std::unique_ptr<Task> make_task(const Options& options) {
   if (options.model == ModelKind::Mlp) return std::make_unique<MlpTask>(options);

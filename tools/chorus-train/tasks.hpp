@@ -4,6 +4,8 @@
 
 #include "options.hpp"
 
+#include <chorus/train/checkpoint.hpp>
+
 #include <torch/torch.h>
 
 #include <cstddef>
@@ -24,6 +26,9 @@ class Task {
  public:
   virtual ~Task() = default;
   virtual std::string describe() const = 0;
+  /// The model's structure and training data, as a checkpoint records them (--model,
+  /// --hidden, ..., "training set"): a resume must find the same.
+  virtual train::RunConfig config() const = 0;
   virtual std::shared_ptr<torch::nn::Module> module() = 0;
   virtual std::size_t train_size() const = 0;
   virtual std::size_t test_size() const = 0;
@@ -31,8 +36,6 @@ class Task {
   virtual Batch batch(const std::vector<std::size_t>& indices, bool train) const = 0;
   /// Logits [N, classes] for a batch's input.
   virtual torch::Tensor forward(const torch::Tensor& input) = 0;
-  /// The optimizer the task trains with (parameters of module()).
-  virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer(double lr) = 0;
   /// Global-norm clipping threshold (0 = none).
   virtual double clip_norm() const = 0;
 };
@@ -40,5 +43,9 @@ class Task {
 /// Builds the task `options.model` selects; weights drawn from torch's generator, which the
 /// caller seeds. Loads the data from the Debian packages (see include/chorus/train/data.hpp).
 std::unique_ptr<Task> make_task(const Options& options);
+
+/// The optimizer `options` selects (--optimizer, --lr) over `parameters`.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options,
+                                                        std::vector<torch::Tensor> parameters);
 
 }  // namespace chorus::train_tool

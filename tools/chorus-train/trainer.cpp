@@ -4,14 +4,16 @@
 
 #include "tasks.hpp"
 
+#include <chorus/error.hpp>
+#include <chorus/train/checkpoint.hpp>
 #include <chorus/train/data.hpp>
 #include <chorus/train/ddp.hpp>
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <numeric>
 
 namespace chorus::train_tool {
@@ -56,7 +58,7 @@ class Trainer {
       : options_(options),
         comm_(comm),
         task_(make_task(options)),
-        optimizer_(task_->make_optimizer(options.lr)),
+        optimizer_(make_optimizer(options, task_->module()->parameters())),
         sampler_(task_->train_size(), comm.rank(), comm.size(), options.seed) {
     restore();
     // Without synchronisation the replicas start equal from the same seed (or checkpoint).
@@ -213,21 +215,45 @@ class Trainer {
     return values[values.size() / 2];
   }
 
+  /// What a checkpoint records and a resume must match: the model, the optimizer and
+  /// everything that decides which samples each step takes.
+  train::RunConfig run_config() const {
+    train::RunConfig config = task_->config();
+    std::array<char, 32> lr{};
+    const auto lr_end = std::to_chars(lr.data(), lr.data() + lr.size(), options_.lr).ptr;
+    config["--optimizer"] = optimizer_name(options_.optimizer);
+    config["--lr"] = std::string(lr.data(), lr_end);
+    config["--batch"] = std::to_string(options_.batch);
+    config["--seed"] = std::to_string(options_.seed);
+    config["world size"] = std::to_string(comm_.size());
+    return config;
+  }
+
   void save() {
     train::TrainingState state;
     state.step = step_;
     state.epoch = static_cast<std::int64_t>(sampler_.epoch());
     state.extra["sampler_position"] = static_cast<std::int64_t>(sampler_.state().position);
+    state.config = run_config();
     train::save_checkpoint(options_.checkpoint, *task_->module(), *optimizer_, state, comm_);
   }
 
+  /// With --resume: the checkpoint's state when there is one that fits this run (refused with
+  /// a sentence naming what differs, on every rank, before any step), else a fresh start.
   void restore() {
-    if (!options_.resume || !std::filesystem::exists(options_.checkpoint)) return;
-    const auto state = train::load_checkpoint(options_.checkpoint, *task_->module(), *optimizer_);
-    step_ = state.step;
-    sampler_.load_state(
-        train::SamplerState{static_cast<std::uint64_t>(state.epoch),
-                            static_cast<std::uint64_t>(state.extra.at("sampler_position"))});
+    if (!options_.resume) return;
+    const auto state = train::resume_checkpoint(options_.checkpoint, *task_->module(), *optimizer_,
+                                                run_config(), comm_);
+    if (!state) {
+      say("no checkpoint at " + options_.checkpoint + ": starting from scratch");
+      return;
+    }
+    step_ = state->step;
+    const auto position = state->extra.find("sampler_position");
+    require_argument(position != state->extra.end(),
+                     "checkpoint " + options_.checkpoint + " has no sampler position");
+    sampler_.load_state(train::SamplerState{static_cast<std::uint64_t>(state->epoch),
+                                            static_cast<std::uint64_t>(position->second)});
     say("resumed from " + options_.checkpoint + " at step " + std::to_string(step_));
   }
 
@@ -249,11 +275,17 @@ class Trainer {
 }  // namespace
 
 void run_training(const Options& options, Communicator& comm) {
-  torch::set_num_threads(options.threads);
-  torch::manual_seed(options.seed);
-  Trainer trainer(options, comm);
-  trainer.train();
-  if (options.eval) trainer.evaluate();
+  try {
+    // Before anything is loaded or trained: a checkpoint that cannot be written fails now.
+    if (!options.checkpoint.empty()) train::check_checkpoint_path(options.checkpoint, comm);
+    torch::set_num_threads(options.threads);
+    torch::manual_seed(options.seed);
+    Trainer trainer(options, comm);
+    trainer.train();
+    if (options.eval) trainer.evaluate();
+  } catch (const c10::Error& e) {
+    throw Error(Status::SystemError, e.what_without_backtrace());
+  }
 }
 
 }  // namespace chorus::train_tool

@@ -12,20 +12,14 @@
 #pragma once
 
 #include <chorus/communicator.hpp>
+// The checkpoint API; it also forward-declares torch::nn::Module and torch::optim::Optimizer.
+#include <chorus/train/checkpoint.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-namespace torch::nn {
-class Module;
-}  // namespace torch::nn
-namespace torch::optim {
-class Optimizer;
-}  // namespace torch::optim
 
 namespace chorus::train {
 
@@ -136,25 +130,5 @@ class DistributedDataParallel {
 /// non-empty; the last one may be below the cap. Throws InvalidArgument for a zero cap.
 std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
                                                      std::size_t first_cap, std::size_t cap);
-
-/// Training progress saved with a checkpoint; `extra` holds anything else (e.g. sampler state).
-struct TrainingState {
-  std::int64_t step = 0;
-  std::int64_t epoch = 0;
-  std::map<std::string, std::int64_t> extra;
-};
-
-/// Collective: rank 0 writes model parameters and buffers, optimizer state and `state` to
-/// path + ".tmp" and renames it to `path` (atomic); the call returns on every rank once the file
-/// is in place (a barrier follows the rename).
-void save_checkpoint(const std::string& path, torch::nn::Module& model,
-                     torch::optim::Optimizer& opt, const TrainingState& state,
-                     const chorus::Communicator& comm);
-
-/// Local: reads a checkpoint written by save_checkpoint into `model` and `opt` (which must have
-/// the same structure) and returns the saved TrainingState. Throws SystemError when the file is
-/// missing or malformed.
-TrainingState load_checkpoint(const std::string& path, torch::nn::Module& model,
-                              torch::optim::Optimizer& opt);
 
 }  // namespace chorus::train

@@ -5,7 +5,11 @@
 # printed; mlp also runs as a single rank without chorusrun. resume: a run interrupted at
 # step 10 and resumed from its checkpoint prints the same per-step losses (9 significant
 # digits) as an uninterrupted run. alternate: --alternate-sync reports the medians of both
-# kinds of step and refuses --no-sync.
+# kinds of step and refuses --no-sync. mismatch: resuming with another --hidden, --optimizer
+# or world size is refused with a sentence naming the difference, before any step, leaving
+# the checkpoint as it was. fresh: --resume without a file says it starts from scratch.
+# badpath: an unwritable --checkpoint fails before step 1. options: values chorus-train
+# cannot use are refused by the parser, naming the option and the value.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -16,6 +20,18 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # Prints "step loss" for every progress line of a log.
 losses() { awk '$1 == "epoch" { print $4, $6 }' "$1"; }
+
+# refused NAME EXPECTED COMMAND...: COMMAND fails, its stderr contains EXPECTED (one line, no
+# backtrace) and it printed no progress line (it refused before the first step).
+refused() {
+  local name="$1" expected="$2"
+  shift 2
+  if "$@" >"$work/$name.out" 2>"$work/$name.err"; then fail "$name: accepted: $*"; fi
+  cat "$work/$name.out" "$work/$name.err"
+  grep -qF -- "$expected" "$work/$name.err" || fail "$name: expected the error '$expected'"
+  if grep -q "^epoch " "$work/$name.out"; then fail "$name: trained before refusing"; fi
+  if grep -q "frame #" "$work/$name.err"; then fail "$name: printed a backtrace"; fi
+}
 
 check_run() {  # log: exit status already checked; loss fell, replicas equal, metrics printed
   local log="$1"
@@ -72,6 +88,84 @@ case "$mode" in
     fi
     cat "$work/bad"
     grep -q "cannot be combined with --no-sync" "$work/bad" || fail "unclear error: $(cat "$work/bad")"
+    ;;
+  mismatch)
+    ck="$work/ck.pt"
+    tiny=(--model mlp --hidden 16 --layers 1 --batch 8 --log-every 1 --no-eval --checkpoint "$ck")
+    "$run" -n 2 --timeout 100 "$train" "${tiny[@]}" --steps 2 >"$work/first" ||
+      fail "first run exited with $?"
+    cp "$ck" "$work/saved.pt"
+    refused hidden "checkpoint $ck was made with --hidden 16, this run has --hidden 8" \
+      "$run" -n 2 --timeout 100 "$train" "${tiny[@]}" --steps 4 --resume --hidden 8
+    refused optimizer \
+      "checkpoint $ck was made with --optimizer sgd, this run has --optimizer adam" \
+      "$run" -n 2 --timeout 100 "$train" "${tiny[@]}" --steps 4 --resume --optimizer adam --lr 0.05
+    refused ranks "checkpoint $ck was made with world size 2, this run has world size 3" \
+      "$run" -n 3 --timeout 100 "$train" "${tiny[@]}" --steps 4 --resume
+    cmp -s "$ck" "$work/saved.pt" || fail "a refused resume rewrote the checkpoint"
+    "$run" -n 2 --timeout 100 "$train" "${tiny[@]}" --steps 4 --resume >"$work/second" ||
+      fail "matching resume exited with $?"
+    cat "$work/second"
+    grep -q "resumed from $ck at step 2" "$work/second" || fail "the matching run did not resume"
+    [ "$(losses "$work/second" | cut -d' ' -f1 | tr '\n' ' ')" = "3 4 " ] ||
+      fail "the resumed run did not take steps 3 and 4"
+    ;;
+  fresh)
+    ck="$work/ck.pt"
+    "$run" -n 2 --timeout 100 "$train" --model mlp --hidden 16 --layers 1 --batch 8 --steps 2 \
+      --log-every 1 --no-eval --checkpoint "$ck" --resume >"$work/log" ||
+      fail "--resume without a checkpoint exited with $?"
+    cat "$work/log"
+    grep -qF "no checkpoint at $ck: starting from scratch" "$work/log" ||
+      fail "no fresh-start notice"
+    [ "$(losses "$work/log" | cut -d' ' -f1 | tr '\n' ' ')" = "1 2 " ] ||
+      fail "did not train steps 1 and 2"
+    [ -f "$ck" ] || fail "no checkpoint written"
+    ;;
+  badpath)
+    nodir=/nonexistent/dir
+    refused nodir "checkpoint $nodir/ck.pt cannot be written: directory $nodir does not exist" \
+      "$run" -n 2 --timeout 100 "$train" --model mlp --hidden 16 --layers 1 --steps 20 \
+      --log-every 1 --no-eval --checkpoint "$nodir/ck.pt"
+    if grep -q "^model: " "$work/nodir.out"; then
+      fail "loaded the model before checking the path"
+    fi
+    refused isdir "checkpoint $work cannot be written: $work is a directory" \
+      "$run" -n 2 --timeout 100 "$train" --model mlp --hidden 16 --layers 1 --steps 20 \
+      --log-every 1 --no-eval --checkpoint "$work"
+    refused every "--checkpoint-every '2' is not valid: needs --checkpoint path" \
+      "$run" -n 2 --timeout 100 "$train" --model mlp --hidden 16 --layers 1 --steps 20 \
+      --checkpoint-every 2
+    ;;
+  options)
+    while read -r option value expected; do
+      refused "option$option$value" "chorus-train: $option '$value' is not valid: $expected" \
+        "$train" "$option" "$value"
+    done <<'CASES'
+--lr 0 must be a number > 0 (leave --lr out for the optimizer's default)
+--lr -1 must be a number > 0 (leave --lr out for the optimizer's default)
+--lr nan must be a number > 0 (leave --lr out for the optimizer's default)
+--bucket-cap-mb 0 must be a number from 0.001 to 65536 (MiB)
+--bucket-cap-mb 1e9 must be a number from 0.001 to 65536 (MiB)
+--steps -1 must be an integer >= 0
+--batch 0 must be an integer from 1 to 1048576
+--epochs 0 must be an integer from 1 to 1000000
+--hidden 0 must be an integer from 1 to 65536
+--layers 0 must be an integer from 1 to 64
+--threads 0 must be an integer from 1 to 256
+--log-every 0 must be an integer >= 1
+--alternate-sync 0 must be an integer >= 1
+--checkpoint-every -1 must be an integer >= 0
+--seed -1 must be an integer >= 0
+--seed 99999999999999999999 must be an integer >= 0
+--optimizer sgdd expected adam|sgd
+CASES
+    # An accepted --lr is recorded with the checkpoint and compared on resume.
+    "$train" --model mlp --hidden 16 --layers 1 --batch 8 --steps 1 --no-eval --lr 0.25 \
+      --checkpoint "$work/lr.pt" >"$work/lr.log" || fail "--lr 0.25 run exited with $?"
+    refused lr "was made with --lr 0.25, this run has --lr 0.05" \
+      "$train" --model mlp --hidden 16 --layers 1 --batch 8 --steps 2 --no-eval \
+      --checkpoint "$work/lr.pt" --resume
     ;;
   *) fail "unknown mode $mode" ;;
 esac

@@ -1,0 +1,52 @@
+// What checkpoint.cpp checks before it writes or loads anything (checkpoint_checks.cpp):
+// whether a path can be written, whether an archive's tensors fit a module, the optimizer's
+// type name, and how ranks agree on a failure. Includes torch: private to src/train.
+#pragma once
+
+#include <chorus/communicator.hpp>
+#include <chorus/error.hpp>
+
+#include <torch/torch.h>
+
+#include <exception>
+#include <optional>
+#include <string>
+
+namespace chorus::train::detail {
+
+/// Why rank 0 could not create `path` ("the path is empty", "directory /x does not exist",
+/// "cannot create /x/ck.pt.tmp: Permission denied", ...); nullopt when it can. Creates and
+/// removes path + ".tmp" to find out (it leaves one that was there before).
+std::optional<std::string> path_problem(const std::string& path);
+
+/// Throws InvalidArgument unless every parameter and buffer of `module` is in `archive` (as
+/// Module::save wrote it) with the same shape and dtype, and the archive holds nothing else.
+/// `prefix` is the module's dotted name ("" for the root); `path` names the file.
+void check_fits(torch::serialize::InputArchive& archive, torch::nn::Module& module,
+                const std::string& prefix, const std::string& path);
+
+/// "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LBFGS", or the C++ type name of another.
+std::string optimizer_type(const torch::optim::Optimizer& opt);
+
+/// A one-line message: c10::Error's without its backtrace, any other exception's what().
+std::string short_message(const std::exception& e);
+
+/// Collective: `failure` is this rank's error (nullopt when it succeeded). When any rank
+/// failed, every rank throws the lowest failing rank's Error (same status, same sentence).
+void raise_if_any_failed(const chorus::Communicator& comm, const std::optional<Error>& failure);
+
+/// Runs `action` and returns what it threw as an Error (nullopt when it returned): a
+/// chorus::Error as is, any other exception as `status` with its short message.
+template <class Action>
+std::optional<Error> failure_of(Action&& action, Status status) {
+  try {
+    action();
+    return std::nullopt;
+  } catch (const Error& e) {
+    return e;
+  } catch (const std::exception& e) {
+    return Error(status, short_message(e));
+  }
+}
+
+}  // namespace chorus::train::detail
