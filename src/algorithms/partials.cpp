@@ -63,9 +63,11 @@ void reduce_operands(void* dst, DataType dst_type, Operand a, Operand b, std::si
 void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count,
                 const CollectiveArgs& args, int divisor) {
   const DataType dtype = args.dtype;
-  // Two inputs: the half-type kernel itself widens both, reduces in fp32 and rounds once.
-  const bool one_pass = inputs.size() == 2 && divisor <= 1;
-  if (partial_type(args) == dtype || one_pass) {
+  if (partial_type(args) != dtype && divisor <= 1) {
+    // One pass: each input widened in registers, reduced in fp32, rounded once.
+    return reduce_halves(out, inputs.data(), inputs.size(), count, dtype, args.op);
+  }
+  if (partial_type(args) == dtype) {
     reduce_into(out, inputs[0], inputs[1], count, dtype, args.op);
     for (std::size_t k = 2; k < inputs.size(); ++k) {
       reduce_inplace(out, inputs[k], count, dtype, args.op);

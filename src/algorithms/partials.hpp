@@ -41,8 +41,8 @@ void reduce_operands(void* dst, DataType dst_type, Operand a, Operand b, std::si
 
 /// out (args.dtype) = inputs[0] op inputs[1] op ... (each `count` elements of args.dtype,
 /// at least two), in partial_type(args), divided by `divisor` when it is > 1, rounded once.
-/// Half types are reduced a few KiB at a time, so that every input's block and the
-/// accumulator stay in the L1 cache. `out` may be one of the inputs.
+/// Half types take one pass (core's reduce_halves: widened in registers), or, for an average,
+/// a few KiB at a time through fp32 blocks that stay in L1. `out` may be one of the inputs.
 void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count,
                 const CollectiveArgs& args, int divisor);
 
