@@ -61,9 +61,10 @@ struct Algorithm {
   /// Whether this algorithm handles the case (nullptr: every case).
   bool (*accepts)(const CollectiveArgs& args, int nranks);
   void (*run)(transport::Transport& transport, const CollectiveArgs& args);
-  /// Reduces float16/bfloat16 in fp32 itself, a chunk at a time, rounding each element once
-  /// (core/reduce.hpp's rule): the communicator hands it the caller's half-type buffers
-  /// instead of widening the whole message into fp32 copies first (algorithms/widen.hpp).
+  /// Reduces float16/bfloat16 in fp32 itself, rounding each element once (core/reduce.hpp's
+  /// rule) and dividing an average before that (algorithms/partials.hpp): the communicator
+  /// hands it the caller's half-type buffers instead of widening the whole message into fp32
+  /// copies first (algorithms/widen.hpp).
   bool accumulates_halves = false;
 };
 

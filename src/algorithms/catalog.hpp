@@ -120,10 +120,13 @@ struct CoreGroups {
 };
 
 /// Recursive-halving reduce-scatter among core ranks [0, groups.parts) (this
-/// rank is one): `buffer` holds this rank's whole input and is reduced in
-/// place; on return group `rank` of it holds the reduction over the core.
+/// rank is one) into `work`, which holds partial_type(args) elements (algorithms/partials.hpp):
+/// `input` is this rank's whole unreduced input in args.dtype (every core rank passes one, or
+/// none does), or nullptr when `work` already holds this rank's partial. On return group
+/// `rank` of `work` holds the reduction over the core, not yet rounded or divided.
+/// `work` may be `input` when the two types are equal.
 void halving_reduce_scatter_pass(transport::Transport& transport, const CollectiveArgs& args,
-                                 void* buffer, const CoreGroups& groups);
+                                 const void* input, void* work, const CoreGroups& groups);
 
 /// Recursive-doubling all-gather among the core ranks: group `rank` of
 /// `buffer` is in place; on return every group is.

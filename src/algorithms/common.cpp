@@ -1,7 +1,6 @@
 // Helpers shared by the algorithms.
 #include "algorithms/common.hpp"
 
-#include "algorithms/widen.hpp"
 #include "core/copy.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -199,13 +198,7 @@ bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& 
 void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
                             void (*counterpart)(transport::Transport&, const CollectiveArgs&)) {
   if (args.ran_as) *args.ran_as = "shm_direct";
-  const DataType wide =
-      has_reduce_op(args.collective) ? accumulation_type(args.dtype, args.op) : args.dtype;
-  if (wide == args.dtype) return counterpart(transport, args);
-  const bool average = args.average_folded != nullptr;
-  run_widened(args, transport.rank(), transport.size(), wide, average,
-              [&](CollectiveArgs& w) { counterpart(transport, w); });
-  if (average) *args.average_folded = true;
+  counterpart(transport, args);
 }
 
 }  // namespace chorus::algorithms

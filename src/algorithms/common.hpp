@@ -114,9 +114,8 @@ inline bool receives_result(const CollectiveArgs& args, int rank) {
 
 /// Runs `counterpart`, the shm_direct algorithm of the same collective, for a call the
 /// selected algorithm cannot serve after all (cma reads forbidden, buffers outside the
-/// shared windows), and names it in args.ran_as. A reduction of a half type the caller's
-/// algorithm accumulated in fp32 itself (Algorithm::accumulates_halves) runs on fp32 copies
-/// (algorithms/widen.hpp), so that each element is still rounded once.
+/// shared windows), and names it in args.ran_as. The shm_direct algorithms accumulate half
+/// types themselves, like every algorithm that hands them a call.
 void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
                             void (*counterpart)(transport::Transport&, const CollectiveArgs&));
 

@@ -8,10 +8,14 @@
 // halving pass (patterns/recursive_halving.hpp) leaves core rank r with group r
 // reduced over the core; the doubling pass swaps ever larger aligned windows
 // (patterns/recursive_doubling.hpp) so every core rank ends with all groups.
+//
+// The halving pass keeps its partial results in algorithms/partials.hpp's partial type
+// (fp32 for half types: they are rounded once, by the caller, after the last round).
 #include "algorithms/patterns/recursive_halving.hpp"
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "algorithms/patterns/recursive_doubling.hpp"
 #include "core/reduce.hpp"
@@ -26,20 +30,24 @@ patterns::Block CoreGroups::span(int first, int groups) const {
 }
 
 void halving_reduce_scatter_pass(transport::Transport& transport, const CollectiveArgs& args,
-                                 void* buffer, const CoreGroups& groups) {
+                                 const void* input, void* work, const CoreGroups& groups) {
   const int rank = transport.rank();
-  const DataType dtype = args.dtype;
-  Scratch incoming(groups.span(0, groups.parts / 2).count, dtype);
+  const DataType partial = partial_type(args);
+  Scratch incoming(groups.span(0, groups.parts / 2).count, partial);
   RequestSet requests(transport, args);
+  // Round 0 from the unreduced input when there is one, in the caller's dtype.
+  Operand current = input ? Operand{input, args.dtype} : Operand{work, partial};
   for (int round = 0; (groups.parts >> round) > 1; ++round) {
     auto step = patterns::recursive_halving_step(rank, groups.parts, round);
     auto kept = groups.span(step.keep_first, step.half);
     auto sent = groups.span(step.send_first, step.half);
-    requests.exchange(step.partner, element_at(buffer, sent.offset, dtype),
-                      bytes_of(sent.count, dtype), step.partner, incoming.data(),
-                      bytes_of(kept.count, dtype));
-    void* mine = element_at(buffer, kept.offset, dtype);
-    reduce_into(mine, mine, incoming.data(), kept.count, dtype, args.op);
+    requests.exchange(step.partner, element_at(current.data, sent.offset, current.dtype),
+                      bytes_of(sent.count, current.dtype), step.partner, incoming.data(),
+                      bytes_of(kept.count, current.dtype));
+    reduce_operands(element_at(work, kept.offset, partial), partial,
+                    {element_at(current.data, kept.offset, current.dtype), current.dtype},
+                    {incoming.data(), current.dtype}, kept.count, args.op);
+    current = {work, partial};
   }
 }
 

@@ -2,9 +2,10 @@
 // accumulation_type: fp32 for float16/bfloat16, 64-bit integers for an integer average):
 // the inputs are converted into wide copies, the wide collective runs, the result is
 // divided once when it is an average and converted back, so each element is rounded once.
-// The communicator widens every such call (comm/run_collective.cpp) but those whose
-// algorithm accumulates half types itself (Algorithm::accumulates_halves); when such an
-// algorithm hands its call to shm_direct, run_shm_direct_instead widens it through this.
+// The communicator widens the integer averages, and the half-type calls whose algorithm
+// does not accumulate half types itself (Algorithm::accumulates_halves; among the reducing
+// algorithms only hierarchical), comm/run_collective.cpp; the others move half types as
+// half types and keep their partial results in fp32 (algorithms/partials.hpp).
 #pragma once
 
 #include "algorithms/algorithm.hpp"

@@ -3,6 +3,7 @@
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
@@ -72,35 +73,19 @@ WindowCall::WindowCall(transport::Transport& transport, const CollectiveArgs& ar
 
 std::size_t WindowCall::chunk_elements() const {
   // Half types accumulate in fp32: the chunk is sized by its accumulator.
-  const std::size_t element = widens() ? sizeof(float) : dtype_size(args_.dtype);
-  return std::max<std::size_t>(1, kWindowChunkBytes / element);
+  return std::max<std::size_t>(1, kWindowChunkBytes / dtype_size(partial_type(args_)));
 }
-
-bool WindowCall::widens() const { return accumulation_type(args_.dtype, args_.op) != args_.dtype; }
 
 void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const {
   const int n = arena_.size();
   const int r = arena_.rank();
-  auto input = [&](int j) { return element_at(send(j), first, args_.dtype); };
-  const int next = (r + 1) % n;
-  if (widens()) {
-    // Every input converted to fp32 (the peers' in a scratch chunk that stays in cache),
-    // reduced there, divided when an average, rounded once into `out`.
-    Scratch sum(count, DataType::Float32), term(count, DataType::Float32);
-    convert(input(r), args_.dtype, sum.data(), DataType::Float32, count);
-    for (int k = next; k != r; k = (k + 1) % n) {
-      convert(input(k), args_.dtype, term.data(), DataType::Float32, count);
-      reduce_inplace(sum.data(), term.data(), count, DataType::Float32, args_.op);
-    }
-    if (args_.average_folded) finalize_average(sum.data(), count, DataType::Float32, n);
-    convert(sum.data(), DataType::Float32, out, args_.dtype, count);
-    return;
+  std::vector<const void*> inputs;
+  inputs.reserve(static_cast<std::size_t>(n));
+  for (int step = 0; step < n; ++step) {
+    inputs.push_back(element_at(send((r + step) % n), first, args_.dtype));
   }
-  reduce_into(out, input(r), input(next), count, args_.dtype, args_.op);
-  for (int k = (next + 1) % n; k != r; k = (k + 1) % n) {
-    reduce_inplace(out, input(k), count, args_.dtype, args_.op);
-  }
-  if (args_.average_folded) finalize_average(out, count, args_.dtype, n);
+  // Every element is reduced here, by one rank, from all n inputs: one rounding.
+  reduce_all(out, inputs, count, args_, args_.average_folded ? n : 1);
 }
 
 void WindowCall::finish() {

@@ -51,10 +51,6 @@ class WindowCall {
   void finish();
 
  private:
-  /// A half type reduced in fp32 (Sum, Prod; Avg arrives as Sum; integer averages never
-  /// reach an algorithm: the communicator widens them).
-  bool widens() const;
-
   const CollectiveArgs& args_;
   transport::shm::HostArena& arena_;
   std::uint64_t round_ = 0;

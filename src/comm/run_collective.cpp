@@ -13,12 +13,12 @@
 namespace chorus::detail {
 namespace {
 
-/// Logs (collective, size bucket = bit_width(bytes), algorithm) at INFO the first time it occurs,
-/// with the candidates' modelled times (algorithms::explain_selection).
+/// Logs (collective, size bucket = bit_width(bytes), algorithm) at INFO the first time it
+/// occurs, with the candidates' modelled times (algorithms::explain_selection); `bytes` is the
+/// caller's (selection_bytes of the caller's arguments).
 void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
-                     const algorithms::Selection& choice) {
+                     const algorithms::Selection& choice, std::size_t bytes) {
   if (!log_enabled(LogLevel::Info)) return;
-  const std::size_t bytes = algorithms::selection_bytes(args);
   const int bucket = static_cast<int>(std::bit_width(bytes));
   auto key = std::tuple(static_cast<int>(args.collective), bucket, choice.algorithm->name);
   if (!comm.logged_choices.insert(key).second) return;
@@ -34,15 +34,16 @@ algorithms::Selection select(CommState& comm, const algorithms::CollectiveArgs& 
   return comm.selection_cache.select(args, comm.selection, comm.algorithm_overrides);
 }
 
-/// Runs `args` (the caller's own copy: it sets the chunk size and ran_as in it) with `choice`.
+/// Runs `args` (the caller's own copy: it sets the chunk size and ran_as in it) with `choice`;
+/// `caller_bytes` is what the log reports (the caller's message, also when `args` is widened).
 void run_choice(CommState& comm, algorithms::CollectiveArgs& args,
-                const algorithms::Selection& choice) {
+                const algorithms::Selection& choice, std::size_t caller_bytes) {
   args.chunk_bytes = choice.chunk_bytes;
   // Only the running step writes last_algorithm (steps are serialised by the executor), so
   // it reads it without the lock and takes the lock only to change it or to log.
   if (comm.last_algorithm.data() != choice.algorithm->name.data() || log_enabled(LogLevel::Info)) {
     std::lock_guard lock(comm.error_mutex);
-    log_choice_once(comm, args, choice);
+    log_choice_once(comm, args, choice, caller_bytes);
     comm.last_algorithm = choice.algorithm->name;
   }
   // The flight recorder's entry for this call names the algorithm (a registered one's name,
@@ -61,7 +62,7 @@ void run_choice(CommState& comm, algorithms::CollectiveArgs& args,
 }
 
 void run_selected(CommState& comm, algorithms::CollectiveArgs& args) {
-  run_choice(comm, args, select(comm, args));
+  run_choice(comm, args, select(comm, args), algorithms::selection_bytes(args));
 }
 
 /// A barrier that carries a roots digest: a Mismatch also names this rank's rooted calls.
@@ -96,21 +97,24 @@ void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
   if (average) args.op = ReduceOp::Sum;
   bool folded = false;
   if (average) args.average_folded = &folded;
-  if (wide == args.dtype || args.count == 0) {
-    run_selected(comm, args);
-  } else {
-    // Widened whole (algorithms/widen.hpp), unless the algorithm chosen for the caller's
-    // half-type buffers accumulates in fp32 itself.
-    const auto widened = [&] {
-      algorithms::run_widened(args, comm.rank, comm.size, wide, average,
-                              [&comm](algorithms::CollectiveArgs& w) { run_selected(comm, w); });
-    };
-    if (wide != DataType::Float32) return widened();
-    const algorithms::Selection choice = select(comm, args);
-    if (!choice.algorithm->accumulates_halves) return widened();
-    run_choice(comm, args, choice);
+  const std::size_t caller_bytes = algorithms::selection_bytes(args);
+  const algorithms::Selection choice = select(comm, args);
+  // Half types reach an algorithm that accumulates them in fp32 itself as they are (it also
+  // divides an average); other calls whose accumulation type is wider, and integer averages,
+  // run on wide copies of the whole message (algorithms/widen.hpp). Either way each element
+  // is rounded once.
+  const bool halves = wide == DataType::Float32 && choice.algorithm->accumulates_halves;
+  if (wide != args.dtype && !halves && args.count > 0) {
+    algorithms::run_widened(
+        args, comm.rank, comm.size, wide, average,
+        [&](algorithms::CollectiveArgs& w) { run_choice(comm, w, select(comm, w), caller_bytes); });
+    return;
   }
-  if (average && !folded && args.count > 0 && algorithms::receives_result(args, comm.rank)) {
+  run_choice(comm, args, choice, caller_bytes);
+  // An algorithm that accumulates halves divides an average before it rounds (one rank: the
+  // sum is the input; nothing to divide).
+  if (average && !folded && wide == args.dtype && args.count > 0 &&
+      algorithms::receives_result(args, comm.rank)) {
     finalize_average(args.recv, args.count, args.dtype, comm.size);
   }
 }

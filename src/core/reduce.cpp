@@ -125,6 +125,16 @@ void reduce_inplace(void* dst, const void* src, std::size_t count, DataType dtyp
   reduce_into(dst, dst, src, count, dtype, op);
 }
 
+void reduce_halves(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                   DataType dtype, ReduceOp op) {
+  static const ReduceHalvesKernel kernel = reduce_halves_kernel(active_reduce_isa());
+  if (!kernel(out, inputs, n, count, dtype, op)) {
+    throw Error(Status::InternalError, "reduce_halves of " + std::string(to_string(dtype)) + " " +
+                                           std::string(to_string(op)) +
+                                           "; only float16/bfloat16 sum and prod");
+  }
+}
+
 void convert(const void* src, DataType from, void* dst, DataType to, std::size_t count) {
   if (from == to) {
     if (src != dst) std::memmove(dst, src, count * dtype_size(from));

@@ -18,6 +18,12 @@ void reduce_inplace(void* dst, const void* src, std::size_t count, DataType dtyp
 void reduce_into(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
                  ReduceOp op);
 
+/// out = inputs[0] op inputs[1] op ... op inputs[n - 1], `count` elements each, for a half
+/// type (float16, bfloat16) and Sum or Prod: every input widened to fp32, reduced in fp32 in
+/// that order and rounded once, in one pass. `out` may be one of the inputs; n >= 1.
+void reduce_halves(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                   DataType dtype, ReduceOp op);
+
 /// Converts `count` elements. Supported pairs: any dtype to the same dtype;
 /// float16/bfloat16 <-> float32; every integer dtype <-> int64 (signed) or
 /// uint64 (unsigned) and back (narrowing truncates to the low bits).

@@ -201,6 +201,11 @@ bool convert_half_avx2(const void* src, DataType from, void* dst, DataType to, s
   return simd::convert_half_isa<Avx2>(src, from, dst, to, count);
 }
 
+bool reduce_halves_avx2(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                        DataType dtype, ReduceOp op) {
+  return simd::reduce_halves_isa<Avx2>(out, inputs, n, count, dtype, op);
+}
+
 }  // namespace chorus
 
 #if defined(__clang__)
@@ -217,6 +222,9 @@ void reduce_into_avx2(void*, const void*, const void*, std::size_t, DataType, Re
 }
 bool convert_half_avx2(const void*, DataType, void*, DataType, std::size_t) {
   throw Error(Status::InternalError, "the avx2 conversion kernel exists only on x86");
+}
+bool reduce_halves_avx2(void*, const void* const*, std::size_t, std::size_t, DataType, ReduceOp) {
+  throw Error(Status::InternalError, "the avx2 half-type kernel exists only on x86");
 }
 }  // namespace chorus
 

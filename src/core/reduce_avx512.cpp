@@ -191,6 +191,11 @@ bool convert_half_avx512(const void* src, DataType from, void* dst, DataType to,
   return simd::convert_half_isa<Avx512>(src, from, dst, to, count);
 }
 
+bool reduce_halves_avx512(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                          DataType dtype, ReduceOp op) {
+  return simd::reduce_halves_isa<Avx512>(out, inputs, n, count, dtype, op);
+}
+
 }  // namespace chorus
 
 #if defined(__clang__)
@@ -208,6 +213,9 @@ void reduce_into_avx512(void*, const void*, const void*, std::size_t, DataType, 
 }
 bool convert_half_avx512(const void*, DataType, void*, DataType, std::size_t) {
   throw Error(Status::InternalError, "the avx512 conversion kernel exists only on x86");
+}
+bool reduce_halves_avx512(void*, const void* const*, std::size_t, std::size_t, DataType, ReduceOp) {
+  throw Error(Status::InternalError, "the avx512 half-type kernel exists only on x86");
 }
 }  // namespace chorus
 

@@ -135,6 +135,11 @@ ConvertKernel convert_half_kernel(ReduceIsa isa) {
                                    convert_half_avx512);
 }
 
+ReduceHalvesKernel reduce_halves_kernel(ReduceIsa isa) {
+  return kernel_for<ReduceHalvesKernel>(isa, "half-type reduction", reduce_halves_generic,
+                                        reduce_halves_avx2, reduce_halves_avx512);
+}
+
 ReduceIsa active_reduce_isa() {
   static const ReduceIsa isa = resolve_isa();
   return isa;

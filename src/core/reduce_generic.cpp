@@ -132,4 +132,36 @@ bool convert_half_generic(const void* src, DataType from, void* dst, DataType to
   return true;
 }
 
+namespace {
+
+template <float (*Widen)(std::uint16_t), std::uint16_t (*Round)(float)>
+void reduce_halves_as(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                      bool product) {
+  auto* d = static_cast<std::uint16_t*>(out);
+  for (std::size_t i = 0; i < count; ++i) {
+    float acc = Widen(static_cast<const std::uint16_t*>(inputs[0])[i]);
+    for (std::size_t k = 1; k < n; ++k) {
+      const float x = Widen(static_cast<const std::uint16_t*>(inputs[k])[i]);
+      acc = product ? acc * x : acc + x;
+    }
+    d[i] = Round(acc);
+  }
+}
+
+}  // namespace
+
+bool reduce_halves_generic(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                           DataType dtype, ReduceOp op) {
+  if (op != ReduceOp::Sum && op != ReduceOp::Prod) return false;
+  const bool product = op == ReduceOp::Prod;
+  if (dtype == DataType::Float16) {
+    reduce_halves_as<half_to_float, float_to_half>(out, inputs, n, count, product);
+  } else if (dtype == DataType::Bfloat16) {
+    reduce_halves_as<bf16_to_float, float_to_bf16>(out, inputs, n, count, product);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace chorus

@@ -60,6 +60,17 @@ inline DataType half_of_conversion(DataType from, DataType to) {
 /// supported.
 ConvertKernel convert_half_kernel(ReduceIsa isa);
 
+/// out[i] = inputs[0][i] op inputs[1][i] op ... op inputs[n - 1][i] for a half type (float16,
+/// bfloat16) under Sum or Prod: every input widened to fp32 exactly, reduced in fp32 in that
+/// order, rounded once (bit-identical to the generic kernel, a NaN's payload excepted); `out`
+/// may be one of the inputs. False for any other dtype or op (nothing written).
+using ReduceHalvesKernel = bool (*)(void* out, const void* const* inputs, std::size_t n,
+                                    std::size_t count, DataType dtype, ReduceOp op);
+
+/// The n-input half-type kernel for `isa`. Throws Error(InvalidArgument) when it is not
+/// supported.
+ReduceHalvesKernel reduce_halves_kernel(ReduceIsa isa);
+
 /// The ISA reduce_into() uses in this process (resolved once, thread-safe).
 /// Throws Error(InvalidArgument) when CHORUS_REDUCE_ISA names an unknown or
 /// unsupported ISA.
@@ -77,5 +88,11 @@ bool convert_half_generic(const void* src, DataType from, void* dst, DataType to
                           std::size_t count);
 bool convert_half_avx2(const void* src, DataType from, void* dst, DataType to, std::size_t count);
 bool convert_half_avx512(const void* src, DataType from, void* dst, DataType to, std::size_t count);
+bool reduce_halves_generic(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                           DataType dtype, ReduceOp op);
+bool reduce_halves_avx2(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                        DataType dtype, ReduceOp op);
+bool reduce_halves_avx512(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                          DataType dtype, ReduceOp op);
 
 }  // namespace chorus

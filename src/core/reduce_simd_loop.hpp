@@ -111,6 +111,58 @@ void reduce_into_isa(void* dst, const void* a, const void* b, std::size_t n, Dat
   reduce_into_generic(dst, a, b, n, dtype, op);  // throws for an unknown dtype
 }
 
+// out = inputs[0] op ... op inputs[n - 1] with the lane traits of a half type `H` (its load
+// widens exactly, its store rounds as the scalar conversion does): every input's vector is
+// loaded and folded in before the result is stored, so `out` may be one of the inputs. The
+// tail (fewer than kLanes elements) runs the same lanes on copies padded with zeros.
+template <typename H, typename F>
+void reduce_halves_lanes(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                         F f) {
+  using T = typename H::T;
+  const T* const* in = reinterpret_cast<const T* const*>(inputs);
+  T* d = static_cast<T*>(out);
+  std::size_t i = 0;
+  for (; i + H::kLanes <= count; i += H::kLanes) {
+    auto acc = H::load(in[0] + i);
+    for (std::size_t k = 1; k < n; ++k) acc = f(acc, H::load(in[k] + i));
+    H::store(d + i, acc);
+  }
+  const std::size_t tail = count - i;
+  if (tail == 0) return;
+  T lanes[H::kLanes] = {};
+  for (std::size_t j = 0; j < tail; ++j) lanes[j] = in[0][i + j];
+  auto acc = H::load(lanes);
+  for (std::size_t k = 1; k < n; ++k) {
+    for (std::size_t j = 0; j < tail; ++j) lanes[j] = in[k][i + j];
+    acc = f(acc, H::load(lanes));
+  }
+  H::store(lanes, acc);
+  for (std::size_t j = 0; j < tail; ++j) d[i + j] = lanes[j];
+}
+
+template <typename Isa>
+bool reduce_halves_isa(void* out, const void* const* inputs, std::size_t n, std::size_t count,
+                       DataType dtype, ReduceOp op) {
+  using F16 = typename Isa::F16;
+  using BF16 = typename Isa::BF16;
+  const bool sum = op == ReduceOp::Sum;
+  if (!sum && op != ReduceOp::Prod) return false;
+  if (dtype == DataType::Float16) {
+    if (sum)
+      reduce_halves_lanes<F16>(out, inputs, n, count, AddLanes<F16>{});
+    else
+      reduce_halves_lanes<F16>(out, inputs, n, count, MulLanes<F16>{});
+  } else if (dtype == DataType::Bfloat16) {
+    if (sum)
+      reduce_halves_lanes<BF16>(out, inputs, n, count, AddLanes<BF16>{});
+    else
+      reduce_halves_lanes<BF16>(out, inputs, n, count, MulLanes<BF16>{});
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // Half <-> fp32 with the lane traits of a half type `H` (whose vectors hold fp32 lanes: its
 // load widens exactly, its store rounds as the scalar conversion does) and of fp32 `F`; the
 // tail (fewer than kLanes elements) goes to the scalar conversions.

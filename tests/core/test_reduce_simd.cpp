@@ -186,6 +186,65 @@ TEST(ReduceSimd, HalfTypesRoundLikeGenericOnEveryBitPattern) {
   }
 }
 
+// The n-input half-type kernels (reduce_halves): every ISA, 1 to 8 inputs, every length up to
+// 70, out apart or equal to the first or the last input, give the bits of the scalar
+// composition: each input widened to fp32, reduced in fp32 in order, rounded once (a NaN's
+// payload may differ).
+std::uint16_t fold_halves(DataType dtype, ReduceOp op,
+                          const std::vector<std::vector<std::uint8_t>>& inputs, std::size_t i) {
+  auto widen = [dtype](const std::vector<std::uint8_t>& in, std::size_t j) {
+    std::uint16_t h;
+    std::memcpy(&h, in.data() + 2 * j, 2);
+    return dtype == DataType::Float16 ? half_to_float(h) : bf16_to_float(h);
+  };
+  float acc = widen(inputs[0], i);
+  for (std::size_t k = 1; k < inputs.size(); ++k) {
+    acc = op == ReduceOp::Sum ? acc + widen(inputs[k], i) : acc * widen(inputs[k], i);
+  }
+  return dtype == DataType::Float16 ? float_to_half(acc) : float_to_bf16(acc);
+}
+
+TEST(ReduceSimd, HalfTypesOfManyInputsMatchTheScalarComposition) {
+  std::mt19937_64 rng(0x4a1f5u);
+  for (ReduceIsa isa : kReduceIsas) {
+    if (!reduce_isa_supported(isa)) continue;
+    const ReduceHalvesKernel kernel = reduce_halves_kernel(isa);
+    for (DataType dtype : {DataType::Float16, DataType::Bfloat16}) {
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod}) {
+        for (std::size_t n = 1; n <= 8; ++n) {
+          for (std::size_t length = 0; length <= 70; ++length) {
+            std::vector<std::vector<std::uint8_t>> inputs;
+            for (std::size_t k = 0; k < n; ++k) inputs.push_back(random_buffer(dtype, length, rng));
+            for (int place = 0; place < 3; ++place) {  // apart, into the first, into the last
+              auto copies = inputs;
+              std::vector<const void*> pointers;
+              for (auto& copy : copies) pointers.push_back(copy.data());
+              std::vector<std::uint8_t> apart(length * 2, 0xcd);
+              std::uint8_t* out = place == 0   ? apart.data()
+                                  : place == 1 ? copies.front().data()
+                                               : copies.back().data();
+              ASSERT_TRUE(kernel(out, pointers.data(), n, length, dtype, op));
+              for (std::size_t i = 0; i < length; ++i) {
+                const std::uint16_t want = fold_halves(dtype, op, inputs, i);
+                std::uint16_t got;
+                std::memcpy(&got, out + 2 * i, 2);
+                std::uint8_t w[2], g[2];
+                std::memcpy(w, &want, 2);
+                std::memcpy(g, &got, 2);
+                ASSERT_TRUE(want == got || (is_nan(dtype, w) && is_nan(dtype, g)))
+                    << to_string(isa) << " " << to_string(dtype) << " " << to_string(op) << " n "
+                    << n << " length " << length << " place " << place << " element " << i;
+              }
+            }
+          }
+        }
+      }
+    }
+    EXPECT_FALSE(kernel(nullptr, nullptr, 0, 0, DataType::Float32, ReduceOp::Sum));
+    EXPECT_FALSE(kernel(nullptr, nullptr, 0, 0, DataType::Float16, ReduceOp::Max));
+  }
+}
+
 // The half <-> fp32 conversion kernels against the generic (scalar) one: every fp16/bf16 bit
 // pattern widened; narrowed, random fp32 bits and the fp32 values around every half rounding
 // edge (each half value plus and minus 0, 1 and half an fp32 step below the half's step: ties,

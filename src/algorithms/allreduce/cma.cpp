@@ -18,6 +18,7 @@
 #include "algorithms/cma.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
@@ -33,24 +34,33 @@ namespace {
 /// system calls pay until the scratch no longer stays in cache.
 constexpr std::size_t kReduceChunkBytes = 1024 * 1024;
 
-/// Reduces slice `rank` of every rank's input into slice `rank` of args.recv.
-void reduce_own_slice(CmaCall& call, const CollectiveArgs& args) {
+/// Reduces slice `rank` of every rank's input into slice `rank` of args.recv. Half types
+/// are summed in an fp32 chunk (algorithms/partials.hpp) and rounded once, by the last peer's
+/// reduction.
+void reduce_own_slice(CmaCall& call, const CollectiveArgs& args, int divisor) {
   const int n = call.arena().size();
   const int r = call.arena().rank();
+  const DataType dtype = args.dtype;
+  const DataType partial = partial_type(args);
   const auto own = patterns::block_of(args.count, n, r);
-  const std::size_t chunk = std::max<std::size_t>(1, kReduceChunkBytes / dtype_size(args.dtype));
-  std::byte* scratch = cma_scratch(bytes_of(std::min(chunk, own.count), args.dtype));
+  const std::size_t chunk = std::max<std::size_t>(1, kReduceChunkBytes / dtype_size(partial));
+  std::byte* scratch = cma_scratch(bytes_of(std::min(chunk, own.count), dtype));
+  Scratch own_sum(partial == dtype ? 0 : std::min(chunk, own.count), partial);
   for (std::size_t done = 0; done < own.count; done += chunk) {
     const std::size_t first = own.offset + done;
     const std::size_t c = std::min(chunk, own.count - done);
-    void* out = element_at(args.recv, first, args.dtype);
+    void* out = element_at(args.recv, first, dtype);
+    void* sum = partial == dtype ? out : own_sum.data();  // the running result
+    Operand current{element_at(args.send, first, dtype), dtype};
     for (int step = 1; step < n; ++step) {
-      call.read_send((r + step) % n, bytes_of(first, args.dtype), scratch, bytes_of(c, args.dtype));
-      if (step == 1) {
-        reduce_into(out, element_at(args.send, first, args.dtype), scratch, c, args.dtype, args.op);
+      call.read_send((r + step) % n, bytes_of(first, dtype), scratch, bytes_of(c, dtype));
+      const Operand theirs{scratch, dtype};
+      if (step == n - 1) {
+        reduce_operands(out, dtype, current, theirs, c, args.op, divisor);
       } else {
-        reduce_inplace(out, scratch, c, args.dtype, args.op);
+        reduce_operands(sum, partial, current, theirs, c, args.op);
       }
+      current = {sum, partial};
     }
   }
 }
@@ -77,7 +87,7 @@ void allreduce_cma(transport::Transport& transport, const CollectiveArgs& args) 
   if (!call.usable()) return run_shm_direct_instead(transport, args, allreduce_shm_direct);
   auto& arena = call.arena();
   const std::uint64_t g = arena.begin_round(args.deadline);
-  reduce_own_slice(call, args);
+  reduce_own_slice(call, args, fold_half_average(args, arena.size()));
   arena.post(2 * g);
   gather_slices(call, args, 2 * g);
   arena.post(2 * g + 1);

@@ -1,11 +1,12 @@
 #include "algorithms/allreduce/fold.hpp"
 
+#include "algorithms/partials.hpp"
 #include "core/reduce.hpp"
 
 namespace chorus::algorithms {
 
 bool fold_in_extra_rank(RequestSet& requests, const CollectiveArgs& args,
-                        const patterns::RecursiveDoubling& plan) {
+                        const patterns::RecursiveDoubling& plan, void* work, DataType work_type) {
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   if (plan.is_extra) {
     // Two waits: in place, the receive writes the buffer the send reads.
@@ -15,13 +16,15 @@ bool fold_in_extra_rank(RequestSet& requests, const CollectiveArgs& args,
     requests.wait();
     return true;
   }
-  copy_elements(args.recv, args.send, args.count, args.dtype);
-  if (plan.fold_partner >= 0) {
-    Scratch incoming(args.count, args.dtype);
-    requests.recv(plan.fold_partner, incoming.data(), bytes);
-    requests.wait();
-    reduce_into(args.recv, args.recv, incoming.data(), args.count, args.dtype, args.op);
+  if (plan.fold_partner < 0) {
+    convert(args.send, args.dtype, work, work_type, args.count);
+    return false;
   }
+  Scratch incoming(args.count, args.dtype);
+  requests.recv(plan.fold_partner, incoming.data(), bytes);
+  requests.wait();
+  reduce_operands(work, work_type, {args.send, args.dtype}, {incoming.data(), args.dtype},
+                  args.count, args.op);
   return false;
 }
 

@@ -13,9 +13,14 @@
 // it into its own, and gets the result back at the end
 // (patterns/recursive_doubling.hpp). The extras cost one more buffer transfer
 // each way.
+//
+// Half types: the halving rounds carry partial sums in fp32 (algorithms/partials.hpp; round
+// 0 of a power of two sends unreduced input in the half type); each rank rounds its own
+// group once, then the doubling rounds move final half values.
 #include "algorithms/allreduce/fold.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "algorithms/patterns/recursive_doubling.hpp"
 #include "core/reduce.hpp"
 
@@ -23,11 +28,24 @@ namespace chorus::algorithms {
 
 void allreduce_rabenseifner(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
-  const auto plan = patterns::recursive_doubling(transport.rank(), transport.size());
+  const int rank = transport.rank();
+  const auto plan = patterns::recursive_doubling(rank, transport.size());
+  const DataType partial = partial_type(args);
+  const int divisor = fold_half_average(args, transport.size());
   RequestSet requests(transport, args);
-  if (fold_in_extra_rank(requests, args, plan)) return;
+  // The halving pass works in recv itself when partials have the caller's dtype.
+  Scratch own_work(partial == args.dtype ? 0 : args.count, partial);
+  void* work = partial == args.dtype ? args.recv : own_work.data();
+  const void* input = args.send;  // a power of two halves the unreduced input
+  if (plan.core_size != transport.size()) {
+    if (fold_in_extra_rank(requests, args, plan, work, partial)) return;
+    input = nullptr;
+  }
   const CoreGroups groups{args.count, 1, plan.core_size};
-  halving_reduce_scatter_pass(transport, args, args.recv, groups);
+  halving_reduce_scatter_pass(transport, args, input, work, groups);
+  const auto own = groups.span(rank, 1);
+  store_final(element_at(args.recv, own.offset, args.dtype), element_at(work, own.offset, partial),
+              own.count, args, divisor);
   doubling_allgather_pass(transport, args, args.recv, groups);
   fold_out_extra_rank(requests, args, plan);
 }

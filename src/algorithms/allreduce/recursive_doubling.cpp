@@ -12,11 +12,16 @@
 // p + i sends its buffer to core rank i, which reduces it into its own), runs
 // the rounds on the p core ranks, and folds out afterwards (core rank i sends
 // the result back) — patterns/recursive_doubling.hpp.
+//
+// Half types: the running result is a partial sum until the last round, so it travels in
+// fp32 (algorithms/partials.hpp) and is rounded once, by the last round's reduction; round
+// 0 of a power of two sends the unreduced input, in the half type.
 #include "algorithms/patterns/recursive_doubling.hpp"
 
 #include "algorithms/allreduce/fold.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "core/reduce.hpp"
 
 namespace chorus::algorithms {
@@ -24,14 +29,31 @@ namespace chorus::algorithms {
 void allreduce_recursive_doubling(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   const auto plan = patterns::recursive_doubling(transport.rank(), transport.size());
-  const std::size_t bytes = bytes_of(args.count, args.dtype);
+  const DataType partial = partial_type(args);
+  const int divisor = fold_half_average(args, transport.size());
   RequestSet requests(transport, args);
-  if (fold_in_extra_rank(requests, args, plan)) return;
-  Scratch incoming(args.count, args.dtype);
+  // The running result: recv itself when partials have the caller's dtype.
+  Scratch own_work(partial == args.dtype ? 0 : args.count, partial);
+  void* work = partial == args.dtype ? args.recv : own_work.data();
+  // A power of two starts from the unreduced input (in the caller's dtype); otherwise every
+  // core rank starts from its input with its extra's folded in, a partial.
+  Operand current{args.send, args.dtype};
+  if (plan.core_size != transport.size()) {
+    if (fold_in_extra_rank(requests, args, plan, work, partial)) return;
+    current = {work, partial};
+  }
+  Scratch incoming(args.count, partial);
   for (int round = 0; round < plan.rounds; ++round) {
-    int partner = patterns::recursive_doubling_partner(transport.rank(), round);
-    requests.exchange(partner, args.recv, bytes, partner, incoming.data(), bytes);
-    reduce_into(args.recv, args.recv, incoming.data(), args.count, args.dtype, args.op);
+    const int partner = patterns::recursive_doubling_partner(transport.rank(), round);
+    const std::size_t bytes = bytes_of(args.count, current.dtype);
+    requests.exchange(partner, current.data, bytes, partner, incoming.data(), bytes);
+    const Operand theirs{incoming.data(), current.dtype};
+    if (round == plan.rounds - 1) {
+      reduce_operands(args.recv, args.dtype, current, theirs, args.count, args.op, divisor);
+    } else {
+      reduce_operands(work, partial, current, theirs, args.count, args.op);
+    }
+    current = {work, partial};
   }
   fold_out_extra_rank(requests, args, plan);
 }

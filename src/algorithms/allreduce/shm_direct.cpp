@@ -13,12 +13,17 @@
 // buffers alternate (host_arena.hpp), so a rank fills chunk g + 1 while slower
 // ranks still copy chunk g out.
 //
+// Half types (Sum, Prod, Avg) travel through the arena as half types: the rank that
+// reduces an element reads all n inputs of it, sums them in fp32 (algorithms/partials.hpp),
+// divides an average, and rounds once.
+//
 // Reduce (reduce/shm_direct.cpp) is the same rounds in which only the root
 // keeps the result: the others post and leave the copy-out (and, for one
 // round, the reduction) to it.
 #include "algorithms/allreduce/shm_direct.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "core/copy.hpp"
 #include "core/reduce.hpp"
@@ -26,6 +31,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace chorus::algorithms {
 namespace {
@@ -34,22 +40,22 @@ using transport::shm::HostArena;
 
 constexpr std::size_t kOneRoundBytes = 16 * 1024;  ///< redundant reduction below this
 
-void allreduce_one_round(HostArena& arena, const CollectiveArgs& args, bool keeps_result) {
+void allreduce_one_round(HostArena& arena, const CollectiveArgs& args, bool keeps_result,
+                         int divisor) {
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   const std::uint64_t g = arena.begin_round(args.deadline, bytes);
   copy_bytes(arena.buffer(arena.rank(), g), args.send, bytes);
   arena.post(2 * g);
   if (!keeps_result) return;
   arena.wait_all(2 * g, args.deadline);
-  reduce_into(args.recv, arena.buffer(0, g), arena.buffer(1, g), args.count, args.dtype, args.op);
-  for (int k = 2; k < arena.size(); ++k) {
-    reduce_inplace(args.recv, arena.buffer(k, g), args.count, args.dtype, args.op);
-  }
+  std::vector<const void*> inputs;
+  for (int k = 0; k < arena.size(); ++k) inputs.push_back(arena.buffer(k, g));
+  reduce_all(args.recv, inputs, args.count, args, divisor);
 }
 
 /// One chunk of `count` elements at element `offset`.
 void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t offset,
-                     std::size_t count, bool keeps_result) {
+                     std::size_t count, bool keeps_result, int divisor) {
   const int n = arena.size();
   const int r = arena.rank();
   const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(count, args.dtype));
@@ -65,14 +71,11 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
   arena.wait_all(2 * g, args.deadline);
   std::byte* mine = element_at(buffer, own.offset, args.dtype);
   if (own.count > 0) {
-    const int first = (r + 1) % n;
-    reduce_into(mine, element_at(input, own.offset, args.dtype),
-                element_at(arena.buffer(first, g), own.offset, args.dtype), own.count, args.dtype,
-                args.op);
-    for (int k = (first + 1) % n; k != r; k = (k + 1) % n) {
-      reduce_inplace(mine, element_at(arena.buffer(k, g), own.offset, args.dtype), own.count,
-                     args.dtype, args.op);
+    std::vector<const void*> inputs{element_at(input, own.offset, args.dtype)};
+    for (int k = (r + 1) % n; k != r; k = (k + 1) % n) {
+      inputs.push_back(element_at(arena.buffer(k, g), own.offset, args.dtype));
     }
+    reduce_all(mine, inputs, own.count, args, divisor);
   }
   arena.post(2 * g + 1);
   if (!keeps_result) return;
@@ -92,16 +95,18 @@ void reduce_through_arena(transport::Transport& transport, const CollectiveArgs&
                           bool keeps_result) {
   if (finish_trivial_call(transport, args)) return;
   HostArena& arena = begin_arena_call(transport, args);
+  const int divisor = fold_half_average(args, arena.size());
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   if (bytes <= std::min(kOneRoundBytes, arena.round_bytes())) {
-    return allreduce_one_round(arena, args, keeps_result);
+    return allreduce_one_round(arena, args, keeps_result, divisor);
   }
   // Reduce: smaller rounds, so that the root copies one out while the others copy the next in.
   const std::size_t chunk = args.collective == Collective::Reduce
                                 ? arena_pipeline_elements(args.count, args.dtype, arena)
                                 : arena.round_bytes() / dtype_size(args.dtype);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
-    allreduce_chunk(arena, args, offset, std::min(chunk, args.count - offset), keeps_result);
+    allreduce_chunk(arena, args, offset, std::min(chunk, args.count - offset), keeps_result,
+                    divisor);
   }
 }
 

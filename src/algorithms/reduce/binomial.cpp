@@ -10,8 +10,12 @@
 //
 // Off the root `recv` is unused (it may be NULL): partial results live in
 // scratch; leaves send their input directly.
+//
+// Half types: leaves send their input in the half type, every other rank its partial result
+// in fp32 (algorithms/partials.hpp); the root rounds once, when it folds in its last child.
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "algorithms/patterns/binomial_tree.hpp"
 #include "core/reduce.hpp"
 
@@ -21,25 +25,38 @@ void reduce_binomial(transport::Transport& transport, const CollectiveArgs& args
   if (finish_trivial_call(transport, args)) return;
   const int n = transport.size();
   const int rank = transport.rank();
-  const std::size_t bytes = bytes_of(args.count, args.dtype);
+  const DataType partial = partial_type(args);
+  const int divisor = fold_half_average(args, n);
   const int parent = patterns::binomial_parent(rank, args.root, n);
   RequestSet requests(transport, args);
-  const void* result = args.send;
-  Scratch partial, incoming;
+  // What a rank sends up: a leaf its input, any other rank a partial result.
+  auto sent_type = [&](int r) {
+    return patterns::binomial_children(r, args.root, n).empty() ? args.dtype : partial;
+  };
+  Operand result{args.send, args.dtype};
+  Scratch partial_sum, incoming;
   auto children = patterns::binomial_children(rank, args.root, n);
+  // The root's running result is recv itself when partials have the caller's dtype.
+  const bool in_recv = parent < 0 && partial == args.dtype;
   if (!children.empty()) {
-    partial = parent < 0 ? Scratch() : Scratch(args.count, args.dtype);
-    incoming = Scratch(args.count, args.dtype);
+    partial_sum = in_recv ? Scratch() : Scratch(args.count, partial);
+    incoming = Scratch(args.count, partial);
   }
-  void* accumulator = parent < 0 ? args.recv : partial.data();
-  for (int child : children) {
-    requests.recv(child, incoming.data(), bytes);
+  void* accumulator = in_recv ? args.recv : partial_sum.data();
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const DataType type = sent_type(children[i]);
+    requests.recv(children[i], incoming.data(), bytes_of(args.count, type));
     requests.wait();
-    reduce_into(accumulator, result, incoming.data(), args.count, args.dtype, args.op);
-    result = accumulator;
+    const Operand theirs{incoming.data(), type};
+    if (parent < 0 && i + 1 == children.size()) {
+      reduce_operands(args.recv, args.dtype, result, theirs, args.count, args.op, divisor);
+    } else {
+      reduce_operands(accumulator, partial, result, theirs, args.count, args.op);
+    }
+    result = {accumulator, partial};
   }
   if (parent >= 0) {
-    requests.send(parent, result, bytes);
+    requests.send(parent, result.data, bytes_of(args.count, result.dtype));
     requests.wait();
   }
 }

@@ -9,10 +9,14 @@
 //
 // Off the root `recv` is unused (it may be NULL): partial results live in
 // scratch; leaves send their input directly.
+//
+// Half types: leaves send their input in the half type, every other rank its partial result
+// in fp32 (algorithms/partials.hpp); the root rounds once, when it folds in its last child.
 #include "algorithms/patterns/knomial_tree.hpp"
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "core/reduce.hpp"
 
 #include <vector>
@@ -24,28 +28,41 @@ void reduce_knomial(transport::Transport& transport, const CollectiveArgs& args)
   const int n = transport.size();
   const int rank = transport.rank();
   const int radix = patterns::kDefaultRadix;
-  const std::size_t bytes = bytes_of(args.count, args.dtype);
+  const DataType partial = partial_type(args);
+  const int divisor = fold_half_average(args, n);
   const int parent = patterns::knomial_parent(rank, args.root, n, radix);
   auto children = patterns::knomial_children(rank, args.root, n, radix);
   RequestSet requests(transport, args);
-  const void* result = args.send;
-  Scratch partial, incoming;
+  // What a rank sends up: a leaf its input, any other rank a partial result.
+  auto sent_type = [&](int r) {
+    return patterns::knomial_children(r, args.root, n, radix).empty() ? args.dtype : partial;
+  };
+  Operand result{args.send, args.dtype};
+  Scratch partial_sum, incoming;
   std::vector<transport::RequestId> ids;
+  // The root's running result is recv itself when partials have the caller's dtype.
+  const bool in_recv = parent < 0 && partial == args.dtype;
   if (!children.empty()) {
-    partial = parent < 0 ? Scratch() : Scratch(args.count, args.dtype);
-    incoming = Scratch(children.size() * args.count, args.dtype);
+    partial_sum = in_recv ? Scratch() : Scratch(args.count, partial);
+    incoming = Scratch(children.size() * args.count, partial);
   }
   for (std::size_t i = 0; i < children.size(); ++i) {
-    ids.push_back(requests.recv(children[i], incoming.at(i * args.count), bytes));
+    ids.push_back(requests.recv(children[i], incoming.at(i * args.count),
+                                bytes_of(args.count, sent_type(children[i]))));
   }
-  void* accumulator = parent < 0 ? args.recv : partial.data();
+  void* accumulator = in_recv ? args.recv : partial_sum.data();
   for (std::size_t i = 0; i < children.size(); ++i) {
     requests.wait_for(ids[i]);
-    reduce_into(accumulator, result, incoming.at(i * args.count), args.count, args.dtype, args.op);
-    result = accumulator;
+    const Operand theirs{incoming.at(i * args.count), sent_type(children[i])};
+    if (parent < 0 && i + 1 == children.size()) {
+      reduce_operands(args.recv, args.dtype, result, theirs, args.count, args.op, divisor);
+    } else {
+      reduce_operands(accumulator, partial, result, theirs, args.count, args.op);
+    }
+    result = {accumulator, partial};
   }
   if (parent >= 0) {
-    requests.send(parent, result, bytes);
+    requests.send(parent, result.data, bytes_of(args.count, result.dtype));
     requests.wait();
   }
 }

@@ -10,10 +10,14 @@
 //
 // In place `recv` is block r of `send`; only that block is ever written and it
 // is never sent, so no snapshot is needed.
+//
+// Half types: blocks travel unreduced, in the half type; the running sum is kept in fp32
+// (algorithms/partials.hpp) and rounded once, by the last step.
 #include "algorithms/patterns/pairwise.hpp"
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "core/reduce.hpp"
 
 namespace chorus::algorithms {
@@ -26,14 +30,24 @@ void reduce_scatter_pairwise(transport::Transport& transport, const CollectiveAr
   auto block = [&](int index) {
     return element_at(args.send, static_cast<std::size_t>(index) * args.count, args.dtype);
   };
-  copy_elements(args.recv, block(rank), args.count, args.dtype);
+  const DataType partial = partial_type(args);
+  const int divisor = fold_half_average(args, n);
+  Scratch own_sum(partial == args.dtype ? 0 : args.count, partial);
+  void* sum = partial == args.dtype ? args.recv : own_sum.data();  // the running result
+  Operand current{block(rank), args.dtype};
   Scratch incoming(args.count, args.dtype);
   RequestSet requests(transport, args);
   for (int step = 1; step < n; ++step) {
     auto peers = patterns::pairwise_partners(rank, n, step);
     requests.exchange(peers.send_to, block(peers.send_to), bytes, peers.recv_from, incoming.data(),
                       bytes);
-    reduce_into(args.recv, args.recv, incoming.data(), args.count, args.dtype, args.op);
+    const Operand theirs{incoming.data(), args.dtype};
+    if (step == n - 1) {
+      reduce_operands(args.recv, args.dtype, current, theirs, args.count, args.op, divisor);
+    } else {
+      reduce_operands(sum, partial, current, theirs, args.count, args.op);
+    }
+    current = {sum, partial};
   }
 }
 

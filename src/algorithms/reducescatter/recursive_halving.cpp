@@ -11,8 +11,13 @@
 //
 // Cost: log2 p rounds + 2 fold steps when n is not a power of two, where the
 // ring needs n - 1 rounds.
+//
+// Half types: the fold and the halving rounds carry partial sums in fp32
+// (algorithms/partials.hpp; unreduced input travels in the half type), and each block is
+// rounded once, by its core rank, before it goes to its owner.
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "algorithms/patterns/recursive_doubling.hpp"
 #include "core/reduce.hpp"
@@ -36,27 +41,35 @@ void reduce_scatter_recursive_halving(transport::Transport& transport, const Col
     requests.wait();
     return;
   }
-  Scratch work(total, args.dtype);
-  copy_elements(work.data(), args.send, total, args.dtype);
+  const DataType partial = partial_type(args);
+  const int divisor = fold_half_average(args, n);
+  Scratch work(total, partial);
+  const void* input = args.send;  // a power of two halves the unreduced input
+  if (plan.core_size != n) {
+    input = nullptr;
+    if (plan.fold_partner < 0) convert(args.send, args.dtype, work.data(), partial, total);
+  }
   if (plan.fold_partner >= 0) {
     Scratch incoming(total, args.dtype);
     requests.recv(plan.fold_partner, incoming.data(), bytes_of(total, args.dtype));
     requests.wait();
-    reduce_into(work.data(), work.data(), incoming.data(), total, args.dtype, args.op);
+    reduce_operands(work.data(), partial, {args.send, args.dtype}, {incoming.data(), args.dtype},
+                    total, args.op);
   }
   const CoreGroups groups{static_cast<std::size_t>(n), args.count, plan.core_size};
-  halving_reduce_scatter_pass(transport, args, work.data(), groups);
+  halving_reduce_scatter_pass(transport, args, input, work.data(), groups);
+  // This rank's blocks, final: rounded (and divided) once, into `finals` for the peers.
   auto mine = patterns::block_of(static_cast<std::size_t>(n), plan.core_size, rank);
+  const bool rounds = partial != args.dtype;
+  Scratch finals(rounds ? mine.count * args.count : 0, args.dtype);
   for (std::size_t b = mine.offset; b < mine.offset + mine.count; ++b) {
-    if (static_cast<int>(b) == rank) continue;
-    requests.send(static_cast<int>(b), work.at(b * args.count), block_bytes);
+    void* result = static_cast<int>(b) == rank ? args.recv
+                   : rounds                    ? finals.at((b - mine.offset) * args.count)
+                                               : work.at(b * args.count);
+    store_final(result, work.at(b * args.count), args.count, args, divisor);
+    if (static_cast<int>(b) != rank) requests.send(static_cast<int>(b), result, block_bytes);
   }
-  if (owner == rank) {
-    copy_elements(args.recv, work.at(static_cast<std::size_t>(rank) * args.count), args.count,
-                  args.dtype);
-  } else {
-    requests.recv(owner, args.recv, block_bytes);
-  }
+  if (owner != rank) requests.recv(owner, args.recv, block_bytes);
   requests.wait();
 }
 

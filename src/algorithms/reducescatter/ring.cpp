@@ -12,14 +12,18 @@
 // the one being received), so the input is never written; only the final
 // block goes to `out`, which in place is the rank's own input block (read for
 // the last time in that same reduction).
+//
+// Half types: a block's partial sum gathers one contribution per hop, so it travels in
+// fp32 (algorithms/partials.hpp) and only the owner rounds it, once, when it adds the last
+// contribution; step 0 sends unreduced input, in the half type. At 2 ranks every message
+// is a half type; at n ranks n - 2 of the n - 1 steps carry fp32.
 #include "algorithms/patterns/ring.hpp"
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "core/reduce.hpp"
-
-#include <utility>
 
 namespace chorus::algorithms {
 
@@ -30,22 +34,30 @@ void ring_reduce_scatter_pass(transport::Transport& transport, const CollectiveA
   const int n = transport.size();
   const int rank = transport.rank();
   const DataType dtype = args.dtype;
+  const DataType partial = partial_type(args);
+  const int divisor = fold_half_average(args, n);
   const std::size_t largest = block_of(total, n, 0).count;
-  Scratch outgoing(largest, dtype), incoming(largest, dtype);
+  Scratch outgoing(largest, partial), incoming(largest, partial);
   RequestSet requests(transport, args);
   for (int step = 0; step < n - 1; ++step) {
     auto blocks = patterns::reduce_scatter_step(rank, n, step);
     auto sent = block_of(total, n, blocks.send_block);
     auto received = block_of(total, n, blocks.recv_block);
-    const void* partial =
-        step == 0 ? element_at(contribution, sent.offset, dtype) : outgoing.data();
-    requests.exchange(patterns::ring_next(rank, n), partial, bytes_of(sent.count, dtype),
-                      patterns::ring_prev(rank, n), incoming.data(),
-                      bytes_of(received.count, dtype));
-    const void* mine = element_at(contribution, received.offset, dtype);
-    void* result = step == n - 2 ? out : incoming.data();
-    reduce_into(result, incoming.data(), mine, received.count, dtype, args.op);
-    std::swap(outgoing, incoming);
+    // Step 0 moves unreduced input, in the caller's dtype; later steps partial results.
+    const Operand sending{
+        step == 0 ? element_at(contribution, sent.offset, dtype) : outgoing.data(),
+        step == 0 ? dtype : partial};
+    requests.exchange(patterns::ring_next(rank, n), sending.data,
+                      bytes_of(sent.count, sending.dtype), patterns::ring_prev(rank, n),
+                      incoming.data(), bytes_of(received.count, sending.dtype));
+    const Operand mine{element_at(contribution, received.offset, dtype), dtype};
+    const Operand arrived{incoming.data(), sending.dtype};
+    // The outgoing buffer is free again (the exchange completed): the next partial goes there.
+    if (step == n - 2) {
+      reduce_operands(out, dtype, arrived, mine, received.count, args.op, divisor);
+    } else {
+      reduce_operands(outgoing.data(), partial, arrived, mine, received.count, args.op);
+    }
   }
 }
 

@@ -6,15 +6,18 @@
 // piece r of all n buffers straight into its output. Reading ends before the
 // rank posts round g + 1, which is what the buffer reuse rule needs
 // (host_arena.hpp). In place, the output overlaps only input block r's piece,
-// which was copied into the arena first.
+// which was copied into the arena first. Half types travel as half types and are summed
+// from all n pieces in fp32 and rounded once (algorithms/partials.hpp).
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/partials.hpp"
 #include "core/copy.hpp"
 #include "core/reduce.hpp"
 #include "transport/shm/host_arena.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace chorus::algorithms {
 namespace {
@@ -22,7 +25,7 @@ namespace {
 using transport::shm::HostArena;
 
 void reduce_scatter_round(HostArena& arena, const CollectiveArgs& args, std::size_t offset,
-                          std::size_t c) {
+                          std::size_t c, int divisor) {
   const int n = arena.size();
   const int r = arena.rank();
   const std::size_t piece = bytes_of(c, args.dtype);
@@ -33,12 +36,9 @@ void reduce_scatter_round(HostArena& arena, const CollectiveArgs& args, std::siz
   }
   arena.post(2 * g);
   arena.wait_all(2 * g, args.deadline);
-  void* out = element_at(args.recv, offset, args.dtype);
-  reduce_into(out, arena.buffer(0, g) + piece * r, arena.buffer(1, g) + piece * r, c, args.dtype,
-              args.op);
-  for (int k = 2; k < n; ++k) {
-    reduce_inplace(out, arena.buffer(k, g) + piece * r, c, args.dtype, args.op);
-  }
+  std::vector<const void*> inputs;
+  for (int k = 0; k < n; ++k) inputs.push_back(arena.buffer(k, g) + piece * r);
+  reduce_all(element_at(args.recv, offset, args.dtype), inputs, c, args, divisor);
 }
 
 }  // namespace
@@ -46,9 +46,10 @@ void reduce_scatter_round(HostArena& arena, const CollectiveArgs& args, std::siz
 void reduce_scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
   if (finish_trivial_call(transport, args)) return;
   HostArena& arena = begin_arena_call(transport, args);
+  const int divisor = fold_half_average(args, arena.size());
   const std::size_t chunk = arena.round_bytes() / (dtype_size(args.dtype) * arena.size());
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
-    reduce_scatter_round(arena, args, offset, std::min(chunk, args.count - offset));
+    reduce_scatter_round(arena, args, offset, std::min(chunk, args.count - offset), divisor);
   }
 }
 

@@ -1,0 +1,53 @@
+// Partial results wider than the caller's dtype. A float16/bfloat16 Sum or Prod (an Avg
+// arrives as Sum) is computed in fp32 and rounded to the half type once per element, where
+// that element's final value is produced (core/reduce.hpp). An algorithm that accumulates
+// halves itself (Algorithm::accumulates_halves) therefore moves a rank's unreduced input and
+// the final values in the caller's dtype, and any partial result (a reduction over some but
+// not all ranks) in fp32: rounding a partial to the half type would round that element
+// twice, and the result would depend on the algorithm. It also divides an average before
+// that one rounding (fold_half_average).
+#pragma once
+
+#include "algorithms/algorithm.hpp"
+
+#include <chorus/types.hpp>
+
+#include <cstddef>
+#include <span>
+
+namespace chorus::algorithms {
+
+/// The dtype partial results of `args` are carried in: float32 for a half type under Sum or
+/// Prod, args.dtype otherwise.
+DataType partial_type(const CollectiveArgs& args);
+
+/// An average of a half type is divided by the algorithm, before its one rounding: returns
+/// the divisor for the final values (`nranks`) and sets *args.average_folded; 1 for any
+/// other call. Every rank of an algorithm that accumulates halves calls it.
+int fold_half_average(const CollectiveArgs& args, int nranks);
+
+/// `count` elements of `dtype`.
+struct Operand {
+  const void* data;
+  DataType dtype;
+};
+
+/// dst (elements of `dst_type`) = a op b, computed in float32 when any of the three is a
+/// half type under Sum or Prod (rounded once into dst), else in their common dtype; with
+/// `divisor` > 1 divided by it before it is stored. dst may be a or b when it has their
+/// dtype; no other overlap.
+void reduce_operands(void* dst, DataType dst_type, Operand a, Operand b, std::size_t count,
+                     ReduceOp op, int divisor = 1);
+
+/// out (args.dtype) = inputs[0] op inputs[1] op ... (each `count` elements of args.dtype,
+/// at least two), in partial_type(args), divided by `divisor` when it is > 1, rounded once.
+/// Half types take one pass (core's reduce_halves: widened in registers), or, for an average,
+/// a few KiB at a time through fp32 blocks that stay in L1. `out` may be one of the inputs.
+void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count,
+                const CollectiveArgs& args, int divisor);
+
+/// dst (args.dtype) = src (partial_type(args)) divided by `divisor` when it is > 1, rounded
+/// once; src is divided in place.
+void store_final(void* dst, void* src, std::size_t count, const CollectiveArgs& args, int divisor);
+
+}  // namespace chorus::algorithms
