@@ -1,7 +1,7 @@
 // Column- and row-parallel linear layers against one-process references (threads as ranks,
-// fp64, tp 1-4): every rank's output, input gradient and weight/bias gradient shards equal the
-// slices of what torch::linear gives on the full tensors (the shards of all ranks together
-// cover the full tensors), and the ledger holds exactly PARALLEL.md section 2's collectives.
+// fp64, tp 1-4): the output, the input gradient and the weight/bias gradients, reassembled
+// from the ranks' shards, equal what torch::linear gives on the full tensors, and the ledger
+// holds exactly PARALLEL.md section 2's collectives.
 #include <chorus/train/autograd.hpp>
 #include <chorus/train/random.hpp>
 #include <chorus/train/tensor_parallel.hpp>
@@ -71,10 +71,10 @@ TEST(ColumnParallel, MatchesTheFullLinearWithAndWithoutGatheredOutput) {
       at::Tensor xf = leaf(x), wf = leaf(full_weight("fc1", kFfn, kHidden)), bf = leaf(bias);
       at::Tensor yf = at::linear(xf, wf, bf);
       (yf * w).sum().backward();
-      expect_close(y, gather ? yf : slice(yf, n, r, -1), "output");
+      expect_close(gather ? y : reassembled(g, y, -1), yf, "output");
       expect_close(x.grad(), xf.grad(), "input gradient");
-      expect_close(column.weight().grad(), slice(wf.grad(), n, r, 0), "weight gradient");
-      expect_close(column.bias().grad(), slice(bf.grad(), n, r, 0), "bias gradient");
+      expect_close(reassembled(g, column.weight().grad(), 0), wf.grad(), "weight gradient");
+      expect_close(reassembled(g, column.bias().grad(), 0), bf.grad(), "bias gradient");
     }
   });
 }
@@ -103,8 +103,8 @@ TEST(RowParallel, MatchesTheFullLinearWithParallelOrSplitInput) {
       at::Tensor yf = at::linear(xf, wf, bf);
       (yf * w).sum().backward();
       expect_close(y, yf, "output");
-      expect_close(x.grad(), parallel ? slice(xf.grad(), n, r, -1) : xf.grad(), "input gradient");
-      expect_close(row.weight().grad(), slice(wf.grad(), n, r, 1), "weight gradient");
+      expect_close(parallel ? reassembled(g, x.grad(), -1) : x.grad(), xf.grad(), "input gradient");
+      expect_close(reassembled(g, row.weight().grad(), 1), wf.grad(), "weight gradient");
       expect_close(row.bias().grad(), bf.grad(), "bias gradient");
       EXPECT_TRUE(row.partial_gradient_parameters().empty());
     }
@@ -140,11 +140,11 @@ void check_mlp(bool sp) {
     at::Tensor w2 = leaf(full_weight("fc2", kHidden, kFfn)), b2f = leaf(b2);
     at::Tensor yf = at::linear(at::gelu(at::linear(xf, w1, b1f)), w2, b2f);
     (yf * w).sum().backward();
-    expect_close(y, sp ? slice(yf, n, r, 0) : yf, "output");
-    expect_close(x.grad(), sp ? slice(xf.grad(), n, r, 0) : xf.grad(), "input gradient");
-    expect_close(fc1.weight().grad(), slice(w1.grad(), n, r, 0), "fc1 weight gradient");
-    expect_close(fc1.bias().grad(), slice(b1f.grad(), n, r, 0), "fc1 bias gradient");
-    expect_close(fc2.weight().grad(), slice(w2.grad(), n, r, 1), "fc2 weight gradient");
+    expect_close(sp ? reassembled(g, y, 0) : y, yf, "output");
+    expect_close(sp ? reassembled(g, x.grad(), 0) : x.grad(), xf.grad(), "input gradient");
+    expect_close(reassembled(g, fc1.weight().grad(), 0), w1.grad(), "fc1 weight gradient");
+    expect_close(reassembled(g, fc1.bias().grad(), 0), b1f.grad(), "fc1 bias gradient");
+    expect_close(reassembled(g, fc2.weight().grad(), 1), w2.grad(), "fc2 weight gradient");
     // Under sequence parallelism the row bias's gradient is partial: summed over tp it is full.
     const at::Tensor b2_grad = sp ? sum_over(g, fc2.bias().grad()) : fc2.bias().grad();
     expect_close(b2_grad, b2f.grad(), "fc2 bias gradient");

@@ -75,4 +75,16 @@ inline at::Tensor sum_over(const Group& g, const at::Tensor& x) {
   return out;
 }
 
+/// Every rank's `shard` concatenated along `dim` in rank order: the full tensor reassembled
+/// (a test-side all-gather: recorded in no ledger).
+inline at::Tensor reassembled(const Group& g, const at::Tensor& shard, std::int64_t dim) {
+  const at::Tensor local = shard.contiguous();
+  at::Tensor rows = at::empty({g.size(), local.numel()}, local.options());
+  Communicator comm = g.comm;
+  comm.all_gather(local.data_ptr(), rows.data_ptr(), local.numel(), DataType::Float64);
+  std::vector<at::Tensor> shards;
+  for (const at::Tensor& row : rows.unbind(0)) shards.push_back(row.view(local.sizes()));
+  return at::cat(shards, dim);
+}
+
 }  // namespace chorus::train::tp_test
