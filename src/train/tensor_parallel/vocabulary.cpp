@@ -116,6 +116,9 @@ at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tens
   const char* what = "vocab_parallel_cross_entropy";
   const std::int64_t width = padded_vocab(vocab, tp.size()) / tp.size();
   detail::require_last_dim(what, logits, width);
+  require_argument(logits.is_floating_point(),
+                   std::string(what) + ": logits of type " +
+                       std::string(c10::toString(logits.scalar_type())) + ", not floating point");
   require_ids(what, targets, vocab);
   require_argument(targets.sizes() == logits.sizes().slice(0, logits.dim() - 1),
                    std::string(what) + ": targets of shape " + c10::str(targets.sizes()) +

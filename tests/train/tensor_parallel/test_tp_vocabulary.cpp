@@ -127,6 +127,9 @@ TEST(VocabParallel, BadInputsAreSentences) {
       EXPECT_STREQ(e.what(),
                    "vocab_parallel_cross_entropy: the input's last dimension is 3, expected 4");
     }
+    EXPECT_THROW(vocab_parallel_cross_entropy(at::zeros({2, 4}, at::kLong),
+                                              at::zeros({2}, at::kLong), g, kVocab),
+                 Error);
     EXPECT_THROW(vocab_parallel_cross_entropy(at::zeros({2, 4}, at::kDouble),
                                               at::zeros({3}, at::kLong), g, kVocab),
                  Error);
