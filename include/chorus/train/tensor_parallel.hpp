@@ -18,6 +18,7 @@
 //   VocabParallelEmbedding The table [V, h] split in contiguous vocabulary ranges; a token
 //                          outside the rank's range looks up zero; partial outputs reduced
 //                          as in RowParallelLinear.
+//                          logits() is the tied output layer over the same shard.
 //   vocab_parallel_cross_entropy  per-token loss of logits sharded along the vocabulary,
 //                          never gathered: 3 all-reduces of the token count forward (max,
 //                          sum of exp, target logit), none backward.
@@ -132,6 +133,12 @@ class CHORUS_EXPORT VocabParallelEmbedding {
   /// int64 token ids in [0, vocab), any shape -> [..., hidden] (its sequence slice under
   /// sequence parallelism).
   at::Tensor forward(const at::Tensor& tokens) const;
+
+  /// The tied output layer (Megatron's parallel_lm_logits): hidden [..., hidden] (its sequence
+  /// slice under sequence parallelism) -> this rank's logits [..., padded/t] = hidden · Wᵀ,
+  /// through copy_to_region (all-gathered along s under sequence parallelism). The padded
+  /// columns are 0; vocab_parallel_cross_entropy ignores them.
+  at::Tensor logits(const at::Tensor& hidden) const;
 
   /// Rows vocab_range(vocab, rank, t) of the padded table; padded rows are zero.
   const at::Tensor& weight() const { return weight_; }

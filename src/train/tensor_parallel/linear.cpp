@@ -27,9 +27,8 @@ ColumnParallelLinear::ColumnParallelLinear(std::int64_t in_features, std::int64_
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) const {
   detail::require_last_dim("ColumnParallelLinear", x, weight_.size(1));
-  const at::Tensor input = options_.sequence_parallel
-                               ? all_gather_along_dim(x, tp_, options_.sequence_dim)
-                               : copy_to_region(x, tp_);
+  const at::Tensor input =
+      detail::column_parallel_input(x, tp_, options_.sequence_parallel, options_.sequence_dim);
   const at::Tensor y = at::linear(input, weight_, bias_);
   return options_.gather_output ? gather_along_dim(y, tp_, -1) : y;
 }

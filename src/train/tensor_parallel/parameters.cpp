@@ -2,6 +2,7 @@
 #include "parameters.hpp"
 
 #include <chorus/error.hpp>
+#include <chorus/train/autograd.hpp>
 #include <chorus/train/random.hpp>
 
 #include <ATen/ATen.h>
@@ -40,6 +41,11 @@ at::Tensor weight_slice(const ParameterInit& init, at::IntArrayRef full_shape, s
 
 at::Tensor zero_parameter(at::IntArrayRef shape, at::ScalarType dtype) {
   return at::zeros(shape, at::TensorOptions().dtype(dtype)).set_requires_grad(true);
+}
+
+at::Tensor column_parallel_input(const at::Tensor& x, const Group& tp, bool sequence_parallel,
+                                 std::int64_t sequence_dim) {
+  return sequence_parallel ? all_gather_along_dim(x, tp, sequence_dim) : copy_to_region(x, tp);
 }
 
 std::vector<at::Tensor> defined(std::initializer_list<at::Tensor> tensors) {

@@ -1,5 +1,5 @@
-// The tensor-parallel layers' shared pieces: parameter creation from init_slice and the
-// checks of sizes, each failing with a sentence that names the numbers.
+// The tensor-parallel layers' shared pieces: parameter creation from init_slice, the checks of
+// sizes (each failing with a sentence that names the numbers) and the column-parallel input.
 #pragma once
 
 #include <chorus/train/tensor_parallel.hpp>
@@ -25,6 +25,10 @@ at::Tensor weight_slice(const ParameterInit& init, at::IntArrayRef full_shape, s
                         std::int64_t offset, std::int64_t length);
 /// A zero parameter of `shape`.
 at::Tensor zero_parameter(at::IntArrayRef shape, at::ScalarType dtype);
+/// The input of a column-parallel product: `x` through copy_to_region, or all-gathered along
+/// `sequence_dim` under sequence parallelism (x then holds this rank's sequence slice).
+at::Tensor column_parallel_input(const at::Tensor& x, const Group& tp, bool sequence_parallel,
+                                 std::int64_t sequence_dim);
 /// The defined tensors of `tensors`, in order.
 std::vector<at::Tensor> defined(std::initializer_list<at::Tensor> tensors);
 

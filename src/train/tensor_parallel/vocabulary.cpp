@@ -111,6 +111,13 @@ at::Tensor VocabParallelEmbedding::forward(const at::Tensor& tokens) const {
                                     : reduce_from_region(partial, tp_);
 }
 
+at::Tensor VocabParallelEmbedding::logits(const at::Tensor& hidden) const {
+  detail::require_last_dim("VocabParallelEmbedding::logits", hidden, weight_.size(1));
+  const at::Tensor input =
+      detail::column_parallel_input(hidden, tp_, options_.sequence_parallel, options_.sequence_dim);
+  return at::linear(input, weight_);
+}
+
 at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tensor& targets,
                                         const Group& tp, std::int64_t vocab) {
   const char* what = "vocab_parallel_cross_entropy";

@@ -108,6 +108,56 @@ TEST(VocabParallelCrossEntropy, MatchesLogSoftmaxNllWithoutGatheringTheLogits) {
   });
 }
 
+/// A tied language model on the padded vocabulary: embedding, tanh, the embedding's logits,
+/// cross-entropy; the loss is replicated. Per step the ledger holds PARALLEL.md section 2's
+/// per-micro-batch collectives: the embedding's forward all-reduce, the output layer's input
+/// gradient all-reduce, the cross-entropy's 3 all-reduces of b·s (under sequence parallelism
+/// the embedding's reduce-scatter and the output layer's all-gather, and their adjoints).
+void check_tied_language_model(bool sp) {
+  run([sp](const Group& g, int, int) {
+    const ParameterInit init{.seed = 5, .name = "embedding", .init_std = 1.0, .dtype = at::kDouble};
+    VocabParallelEmbedding embedding(kVocab, kHidden, g, init, {.sequence_parallel = sp});
+    const at::Tensor targets = tokens().roll(1, 0), w = filled({kSeq, kBatch}, 4.5);
+    at::Tensor loss = vocab_parallel_cross_entropy(
+        embedding.logits(at::tanh(embedding.forward(tokens()))), targets, g, kVocab);
+    using K = CollectiveKind;
+    const std::size_t activation = kSeq * kBatch * kHidden * sizeof(double);
+    const auto per_token = tp_entry(K::AllReduce, kSeq * kBatch * sizeof(double));
+    const auto forward =
+        sp ? std::vector{tp_entry(K::ReduceScatter, activation), tp_entry(K::AllGather, activation)}
+           : std::vector{tp_entry(K::AllReduce, activation)};
+    std::vector<LedgerEntry> expected = forward;
+    expected.insert(expected.end(), {per_token, per_token, per_token});
+    expect_ledger(g, expected, "forward");
+    (loss * w).sum().backward();
+    expect_ledger(
+        g,
+        sp ? std::vector{tp_entry(K::ReduceScatter, activation), tp_entry(K::AllGather, activation)}
+           : std::vector{tp_entry(K::AllReduce, activation)},
+        "backward");
+
+    const std::string name = "embedding.weight";
+    at::Tensor wf =
+        init_slice({.seed = 5, .name = name, .scale = 1.0, .dtype = at::kDouble}, {kVocab, kHidden})
+            .requires_grad_();
+    at::Tensor zf = at::linear(at::tanh(at::embedding(wf, tokens())), wf);
+    at::Tensor lf = at::nll_loss(at::log_softmax(zf.reshape({-1, kVocab}), -1),
+                                 targets.reshape({-1}), {}, at::Reduction::None)
+                        .reshape({kSeq, kBatch});
+    (lf * w).sum().backward();
+    expect_close(loss, lf, "loss");
+    const at::Tensor grad = reassembled(g, embedding.weight().grad(), 0);
+    expect_close(grad.narrow(0, 0, kVocab), wf.grad(), "weight gradient");
+    EXPECT_EQ(grad.narrow(0, kVocab, grad.size(0) - kVocab).count_nonzero().item<int>(), 0)
+        << "padded rows' gradient";
+  });
+}
+
+TEST(TiedLanguageModel, MatchesTheFullModel) { check_tied_language_model(false); }
+TEST(TiedLanguageModel, MatchesTheFullModelUnderSequenceParallelism) {
+  check_tied_language_model(true);
+}
+
 TEST(VocabParallel, BadInputsAreSentences) {
   run([](const Group& g, int, int n) {
     if (n != 3) return;
