@@ -14,8 +14,8 @@ using namespace tp_test;
 constexpr std::int64_t kSeq = 12, kBatch = 2, kHidden = 12, kVocab = 10;
 
 /// Token ids covering the whole vocabulary, [s, b].
-at::Tensor tokens() {
-  return (at::arange(kSeq * kBatch, at::kLong) * 7 % kVocab).reshape({kSeq, kBatch});
+at::Tensor tokens(std::int64_t vocab = kVocab) {
+  return (at::arange(kSeq * kBatch, at::kLong) * 7 % vocab).reshape({kSeq, kBatch});
 }
 
 /// Rank r's columns of the padded `full` [..., vocab] logits; the padding holds `pad`.
@@ -36,6 +36,8 @@ TEST(VocabRange, PadsToAMultipleOfTheGroupAndSplitsContiguously) {
   EXPECT_EQ(vocab_range(10, 2, 3), (VocabRange{8, 4, 2}));
   EXPECT_EQ(vocab_range(10, 3, 4), (VocabRange{9, 3, 1}));
   EXPECT_EQ(vocab_range(9, 3, 4), (VocabRange{9, 3, 0}));  // a rank of padding only
+  EXPECT_EQ(vocab_range(5, 2, 4), (VocabRange{4, 2, 1}));
+  EXPECT_EQ(vocab_range(5, 3, 4), (VocabRange{6, 2, 0}));
   EXPECT_THROW(vocab_range(10, 4, 4), Error);
   EXPECT_THROW(padded_vocab(0, 2), Error);
 }
@@ -113,13 +115,13 @@ TEST(VocabParallelCrossEntropy, MatchesLogSoftmaxNllWithoutGatheringTheLogits) {
 /// per-micro-batch collectives: the embedding's forward all-reduce, the output layer's input
 /// gradient all-reduce, the cross-entropy's 3 all-reduces of b·s (under sequence parallelism
 /// the embedding's reduce-scatter and the output layer's all-gather, and their adjoints).
-void check_tied_language_model(bool sp) {
-  run([sp](const Group& g, int, int) {
+void check_tied_language_model(bool sp, std::int64_t vocab = kVocab) {
+  run([sp, vocab](const Group& g, int, int) {
     const ParameterInit init{.seed = 5, .name = "embedding", .init_std = 1.0, .dtype = at::kDouble};
-    VocabParallelEmbedding embedding(kVocab, kHidden, g, init, {.sequence_parallel = sp});
-    const at::Tensor targets = tokens().roll(1, 0), w = filled({kSeq, kBatch}, 4.5);
+    VocabParallelEmbedding embedding(vocab, kHidden, g, init, {.sequence_parallel = sp});
+    const at::Tensor targets = tokens(vocab).roll(1, 0), w = filled({kSeq, kBatch}, 4.5);
     at::Tensor loss = vocab_parallel_cross_entropy(
-        embedding.logits(at::tanh(embedding.forward(tokens()))), targets, g, kVocab);
+        embedding.logits(at::tanh(embedding.forward(tokens(vocab)))), targets, g, vocab);
     using K = CollectiveKind;
     const std::size_t activation = kSeq * kBatch * kHidden * sizeof(double);
     const auto per_token = tp_entry(K::AllReduce, kSeq * kBatch * sizeof(double));
@@ -138,17 +140,17 @@ void check_tied_language_model(bool sp) {
 
     const std::string name = "embedding.weight";
     at::Tensor wf =
-        init_slice({.seed = 5, .name = name, .scale = 1.0, .dtype = at::kDouble}, {kVocab, kHidden})
+        init_slice({.seed = 5, .name = name, .scale = 1.0, .dtype = at::kDouble}, {vocab, kHidden})
             .requires_grad_();
-    at::Tensor zf = at::linear(at::tanh(at::embedding(wf, tokens())), wf);
-    at::Tensor lf = at::nll_loss(at::log_softmax(zf.reshape({-1, kVocab}), -1),
+    at::Tensor zf = at::linear(at::tanh(at::embedding(wf, tokens(vocab))), wf);
+    at::Tensor lf = at::nll_loss(at::log_softmax(zf.reshape({-1, vocab}), -1),
                                  targets.reshape({-1}), {}, at::Reduction::None)
                         .reshape({kSeq, kBatch});
     (lf * w).sum().backward();
     expect_close(loss, lf, "loss");
     const at::Tensor grad = reassembled(g, embedding.weight().grad(), 0);
-    expect_close(grad.narrow(0, 0, kVocab), wf.grad(), "weight gradient");
-    EXPECT_EQ(grad.narrow(0, kVocab, grad.size(0) - kVocab).count_nonzero().item<int>(), 0)
+    expect_close(grad.narrow(0, 0, vocab), wf.grad(), "weight gradient");
+    EXPECT_EQ(grad.narrow(0, vocab, grad.size(0) - vocab).count_nonzero().item<int>(), 0)
         << "padded rows' gradient";
   });
 }
@@ -156,6 +158,11 @@ void check_tied_language_model(bool sp) {
 TEST(TiedLanguageModel, MatchesTheFullModel) { check_tied_language_model(false); }
 TEST(TiedLanguageModel, MatchesTheFullModelUnderSequenceParallelism) {
   check_tied_language_model(true);
+}
+// A vocabulary of 5: padded to 6 at tp 3 and to 8 at tp 4, where rank 3 holds padding only.
+TEST(TiedLanguageModel, MatchesTheFullModelWhenARankHoldsOnlyPadding) {
+  check_tied_language_model(false, 5);
+  check_tied_language_model(true, 5);
 }
 
 TEST(VocabParallel, BadInputsAreSentences) {
