@@ -81,13 +81,12 @@ std::int64_t checked_dim(const at::Tensor& x, std::int64_t dim, const char* what
   return dim < 0 ? dim + rank : dim;
 }
 
-at::Tensor all_reduce_sum(const Group& group, const at::Tensor& x) {
+at::Tensor all_reduce(const Group& group, const at::Tensor& x, ReduceOp op) {
   at::Tensor out = sendable(x, "all_reduce").clone();
   if (group.size() == 1) return out;
   group.record(CollectiveKind::AllReduce, out.nbytes());
   Communicator comm = group.comm;
-  comm.all_reduce(out.data_ptr(), out.data_ptr(), out.numel(), chorus_dtype(out, "all_reduce"),
-                  ReduceOp::Sum);
+  comm.all_reduce(out.data_ptr(), out.data_ptr(), out.numel(), chorus_dtype(out, "all_reduce"), op);
   return out;
 }
 

@@ -13,8 +13,12 @@
 
 namespace chorus::train::detail {
 
+/// The element-wise `op` (sum, max, ...) of every rank's `x`.
+at::Tensor all_reduce(const Group& group, const at::Tensor& x, ReduceOp op);
 /// The sum of every rank's `x`.
-at::Tensor all_reduce_sum(const Group& group, const at::Tensor& x);
+inline at::Tensor all_reduce_sum(const Group& group, const at::Tensor& x) {
+  return all_reduce(group, x, ReduceOp::Sum);
+}
 /// The ranks' `x` concatenated along `dim` in group-rank order.
 at::Tensor all_gather_along(const Group& group, const at::Tensor& x, std::int64_t dim,
                             const char* what);

@@ -1,0 +1,76 @@
+// Column- and row-parallel linear layers; see include/chorus/train/tensor_parallel.hpp.
+//
+// Column: y_r = x · W_rᵀ + b_r with W_r the r-th block of rows of W, so the y_r side by side
+// are x · Wᵀ + b. Row: x · Wᵀ = Σ_r x_r · W_rᵀ with W_r the r-th block of columns of W and x_r
+// the matching slice of x's last dimension, so the partial products are summed over the group
+// and the bias, replicated, is added once after the sum.
+#include "parameters.hpp"
+
+#include <chorus/train/autograd.hpp>
+#include <chorus/train/tensor_parallel.hpp>
+
+#include <ATen/ATen.h>
+
+namespace chorus::train {
+
+ColumnParallelLinear::ColumnParallelLinear(std::int64_t in_features, std::int64_t out_features,
+                                           const Group& tp, const ParameterInit& init,
+                                           const ColumnParallelOptions& options)
+    : tp_(tp), options_(options) {
+  const char* what = "ColumnParallelLinear";
+  detail::require_features(what, "in_features", in_features, 1);
+  detail::require_features(what, "out_features", out_features, tp.size(), tp.name.c_str());
+  const std::int64_t rows = out_features / tp.size();
+  weight_ = detail::weight_slice(init, {out_features, in_features}, 0, rows * tp.rank(), rows);
+  if (options.bias) bias_ = detail::zero_parameter({rows}, init.dtype);
+}
+
+at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) const {
+  detail::require_last_dim("ColumnParallelLinear", x, weight_.size(1));
+  const at::Tensor input =
+      detail::column_parallel_input(x, tp_, options_.sequence_parallel, options_.sequence_dim);
+  const at::Tensor y = at::linear(input, weight_, bias_);
+  return options_.gather_output ? gather_along_dim(y, tp_, -1) : y;
+}
+
+std::vector<at::Tensor> ColumnParallelLinear::parameters() const {
+  return detail::defined({weight_, bias_});
+}
+
+RowParallelLinear::RowParallelLinear(std::int64_t in_features, std::int64_t out_features,
+                                     const Group& tp, const ParameterInit& init,
+                                     const RowParallelOptions& options)
+    : tp_(tp), options_(options) {
+  const char* what = "RowParallelLinear";
+  detail::require_features(what, "in_features", in_features, tp.size(), tp.name.c_str());
+  detail::require_features(what, "out_features", out_features, 1);
+  require_argument(options.input_is_parallel || !options.sequence_parallel,
+                   "RowParallelLinear: sequence_parallel needs input_is_parallel");
+  const std::int64_t columns = in_features / tp.size();
+  weight_ =
+      detail::weight_slice(init, {out_features, in_features}, 1, columns * tp.rank(), columns);
+  if (options.bias) bias_ = detail::zero_parameter({out_features}, init.dtype);
+}
+
+at::Tensor RowParallelLinear::forward(const at::Tensor& x) const {
+  const std::int64_t columns = weight_.size(1);
+  detail::require_last_dim("RowParallelLinear", x,
+                           options_.input_is_parallel ? columns : columns * tp_.size());
+  const at::Tensor input = options_.input_is_parallel ? x : split_along_dim(x, tp_, -1);
+  const at::Tensor partial = at::linear(input, weight_);
+  const at::Tensor y = options_.sequence_parallel
+                           ? reduce_scatter_along_dim(partial, tp_, options_.sequence_dim)
+                           : reduce_from_region(partial, tp_);
+  return bias_.defined() ? y + bias_ : y;
+}
+
+std::vector<at::Tensor> RowParallelLinear::parameters() const {
+  return detail::defined({weight_, bias_});
+}
+
+std::vector<at::Tensor> RowParallelLinear::partial_gradient_parameters() const {
+  if (!options_.sequence_parallel) return {};
+  return detail::defined({bias_});
+}
+
+}  // namespace chorus::train
