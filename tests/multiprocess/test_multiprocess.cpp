@@ -63,15 +63,15 @@ TEST(SocketIfname, TcpJobOverANamedInterfaceCompletes) {
   EXPECT_NE(result.out.find("0 wrong"), std::string::npos) << result.out << result.err;
 }
 
-// A value that fits no interface of the host fails every rank at start, naming it.
-TEST(SocketIfname, UnknownInterfaceFailsEveryRankAtStart) {
+// A value that fits no interface of the host fails the job at start, naming it. (Each rank
+// checks it before reaching the store, Init.UnknownSocketInterfaceFailsAtStart; chorusrun
+// stops the other rank as soon as one fails, so that rank may never print its sentence.)
+TEST(SocketIfname, UnknownInterfaceFailsTheJobAtStart) {
   test::ProcessResult result = run_with_ifname("nosuch0");
   EXPECT_NE(result.exit_code, 0) << result.out << result.err;
   EXPECT_LT(result.seconds, 20.0) << result.err;
   const std::string sentence = "CHORUS_SOCKET_IFNAME=\"nosuch0\" selects no interface";
-  const std::size_t first = result.err.find(sentence);
-  ASSERT_NE(first, std::string::npos) << result.err;
-  EXPECT_NE(result.err.find(sentence, first + 1), std::string::npos) << result.err;  // both ranks
+  EXPECT_NE(result.err.find(sentence), std::string::npos) << result.err;
 }
 
 /// A port P such that P and P + 1 are free now: node 0's MASTER_PORT and the default
