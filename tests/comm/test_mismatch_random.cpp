@@ -268,8 +268,8 @@ void run_trial(const std::string& transport, const Trial& t) {
     // Ranks that disagreed on a root and each completed the call: the closing barriers'
     // roots digests differ (the rank that found it names its rooted calls; the others may
     // learn of it from that rank's abort).
-    const bool roots = a.find(", root ") != std::string::npos &&
-                       contains(o.message, "whose roots digest to");
+    const bool roots =
+        a.find(", root ") != std::string::npos && contains(o.message, "whose roots digest to");
     EXPECT_TRUE(both || next || roots) << "rank " << r << ": " << o.message;
   }
 }
