@@ -186,7 +186,7 @@ Communicator Communicator::split(int color, int key, std::string_view label) {
       static_cast<int>(std::find(members.begin(), members.end(), s.rank) - members.begin());
   const std::string suffix = "split" + std::to_string(split_id) + "/color" + std::to_string(color);
   std::string trace_name = s.trace_name + "." + detail::trace_comm_name(suffix);
-  if (!label.empty()) trace_name += "." + std::string(label);
+  if (!label.empty()) trace_name.append(".").append(label);
   try {
     return Communicator(connect_comm(s.config, new_rank, static_cast<int>(members.size()),
                                      s.name + "/" + suffix, trace_name, s.store, s.server,
