@@ -209,9 +209,14 @@ std::vector<at::Tensor> GptModel::partial_gradient_parameters() const {
 void all_reduce_partial_gradients(const std::vector<at::Tensor>& parameters, const Group& tp) {
   if (parameters.empty() || tp.size() == 1) return;
   std::vector<at::Tensor> flat;
-  for (const at::Tensor& p : parameters)
+  for (const at::Tensor& p : parameters) {
+    require_argument(p.scalar_type() == parameters.front().scalar_type(),
+                     std::string("all_reduce_partial_gradients: parameters of ") +
+                         at::toString(parameters.front().scalar_type()) + " and " +
+                         at::toString(p.scalar_type()) + " in one call");
     flat.push_back(p.grad().defined() ? p.grad().reshape({-1})
                                       : at::zeros({p.numel()}, p.options()));
+  }
   const at::Tensor sum = detail::all_reduce_sum(tp, at::cat(flat));
   std::int64_t offset = 0;
   for (const at::Tensor& p : parameters) {

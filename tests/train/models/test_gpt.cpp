@@ -221,7 +221,7 @@ void expect_construction_error(GptConfig c, const Group& g, const std::string& m
   }
 }
 
-TEST(GptModel, BadShapesAreSentencesAtConstruction) {
+TEST(GptModel, BadShapesAreSentences) {
   run([](const Group& g, int, int n) {
     if (n != 4) return;
     GptConfig c = config(false);
@@ -239,6 +239,18 @@ TEST(GptModel, BadShapesAreSentencesAtConstruction) {
     expect_construction_error(c, g,
                               "GptModel: layers 0, hidden 24, heads 12, vocab 10, sequence 6 must "
                               "all be positive");
+    const GptModel model(config(false), g);
+    try {
+      model.loss(at::zeros({kSeq + 1, kBatch}, at::kLong),
+                 at::zeros({kSeq + 1, kBatch}, at::kLong));
+      ADD_FAILURE() << "13 tokens through 12 positions";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), "GptModel: a sequence of 13 tokens, the model holds 12 positions");
+    }
+    EXPECT_THROW(all_reduce_partial_gradients({at::zeros({2}, at::kDouble).requires_grad_(),
+                                               at::zeros({2}, at::kFloat).requires_grad_()},
+                                              g),
+                 Error);
     expect_totals(g, {}, "nothing communicated");
   });
 }
