@@ -134,26 +134,29 @@ class HandleTable {
 
   void unpin(Slot& slot) noexcept {
     const std::uint64_t old = slot.state.fetch_sub(1, std::memory_order_acq_rel);
-    if ((old & kDead) != 0 && (old & kPins) == 1) free_slot(slot);
+    if ((old & kDead) != 0 && (old & kPins) == 1) free_slot(slot, old >> 32);
   }
 
   bool retire(Slot& slot) noexcept {
     const std::uint64_t old = slot.state.fetch_or(kDead, std::memory_order_acq_rel);
     if ((old & kDead) != 0) return false;
-    if ((old & kPins) == 0) free_slot(slot);
+    if ((old & kPins) == 0) free_slot(slot, old >> 32);
     return true;
   }
 
-  /// The slot is dead with no pins: deletes its object, then gives the slot the next
-  /// generation (keeping the transient pins of stale lookups) and returns it to the free
-  /// list. Nothing here allocates, and the table's members are trivially destructible, so
-  /// a handle destroyed during the process's exit still finds the table intact.
-  void free_slot(Slot& slot) noexcept {
-    delete slot.object.exchange(nullptr, std::memory_order_acquire);
+  /// The slot of `generation` was seen dead with no pins: gives it the next generation
+  /// (keeping the transient pins of stale lookups), deletes its object and returns it to the
+  /// free list. Two callers may get here for one death (retire saw no pins, then a stale
+  /// lookup's transient pin came and went): only the one whose generation bump succeeds
+  /// frees. Nothing here allocates, and the table's members are trivially destructible, so a
+  /// handle destroyed during the process's exit still finds the table intact.
+  void free_slot(Slot& slot, std::uint64_t generation) noexcept {
     std::uint64_t old = slot.state.load(std::memory_order_relaxed);
-    while (!slot.state.compare_exchange_weak(old, ((old >> 32) + 1) << 32 | (old & kPins),
-                                             std::memory_order_release)) {
-    }
+    do {
+      if (old >> 32 != generation || (old & kDead) == 0) return;  // freed by the other caller
+    } while (!slot.state.compare_exchange_weak(old, (generation + 1) << 32 | (old & kPins),
+                                               std::memory_order_acq_rel));
+    delete slot.object.exchange(nullptr, std::memory_order_acquire);
     std::lock_guard lock(mutex_);
     slot.next_free = free_head_;
     free_head_ = slot.index + 1;
