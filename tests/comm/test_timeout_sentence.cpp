@@ -7,14 +7,25 @@
 
 #include <gtest/gtest.h>
 
+#include <regex.h>
+
 #include <atomic>
 #include <cstdlib>
-#include <regex>
 #include <thread>
 #include <tuple>
 
 namespace chorus::testing {
 namespace {
+
+/// Whether `text` matches the POSIX extended regular expression `pattern` (POSIX regex.h:
+/// std::regex trips GCC 12's -Wmaybe-uninitialized under the sanitizers).
+bool matches(const std::string& text, const char* pattern) {
+  regex_t compiled;
+  if (regcomp(&compiled, pattern, REG_EXTENDED | REG_NOSUB) != 0) return false;
+  const bool found = regexec(&compiled, text.c_str(), 0, nullptr, 0) == 0;
+  regfree(&compiled);
+  return found;
+}
 
 using namespace std::chrono_literals;
 using transport::arrival_clause;
@@ -89,11 +100,12 @@ TEST_P(AbsentRank, OneSentenceOnEveryTransport) {
     }
     done = true;
   });
-  const std::regex shape(
-      R"(allreduce #7 \(count 1, int32, sum\) timed out after [0-9]+\.[0-9]s: rank 1 never )"
+  EXPECT_TRUE(matches(
+      message,
+      R"(^allreduce #7 \(count 1, int32, sum\) timed out after [0-9]+\.[0-9]s: rank 1 never )"
       R"(reached it \(rank 1 last seen in allreduce #6 \(count 1, int32, sum\)\); waiting )"
-      R"(for rank\(s\) 1 \(.+\))");
-  EXPECT_TRUE(std::regex_match(message, shape)) << message;
+      R"(for rank\(s\) 1 \(.+\)$)"))
+      << message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, AbsentRank,
