@@ -61,7 +61,9 @@ def main():
     check_ddp_step(rank, world)
     check_all_gather(rank, world)
     dist.destroy_process_group()
-    print("rank {} of {}: ok".format(rank, world), flush=True)
+    # One write of the whole line: the ranks share chorusrun's output, and print() may write
+    # the text and its newline separately, so two ranks' lines could interleave.
+    os.write(1, "rank {} of {}: ok\n".format(rank, world).encode())
 
 
 if __name__ == "__main__":
