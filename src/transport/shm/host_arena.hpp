@@ -36,9 +36,10 @@
 // of three (flag, record, buffer). The flag still follows (begin_round's reuse rule
 // and the second phase read flags); a peer whose round is not tiny (another call) is
 // caught by the flag, and its record then fails the check.
-// Waiting spins ~20 us, yields, then sleeps on the arena's futex doorbell (5 ms
-// at most), calling the ArenaWatcher (the progress engine: aborts, dead peers,
-// probes) every millisecond, so nothing hangs.
+// Waiting follows the transport's WaitPolicy (spin, then yield; only yield when ranks
+// outnumber the CPUs), then sleeps on the arena's futex doorbell (5 ms at most), calling
+// the ArenaWatcher (the progress engine: aborts, dead peers, probes) every millisecond,
+// so nothing hangs.
 #pragma once
 
 #include "bootstrap/store.hpp"
