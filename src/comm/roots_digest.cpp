@@ -1,5 +1,7 @@
 #include "comm/roots_digest.hpp"
 
+#include <algorithm>
+
 namespace chorus::detail {
 
 void RootsDigest::stamp(Fingerprint& fp) {
@@ -9,26 +11,33 @@ void RootsDigest::stamp(Fingerprint& fp) {
     h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;  // SplitMix64's finaliser
     h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
     digest_ = static_cast<std::int32_t>((h ^ (h >> 31)) & 0x7fffffff);
-    if (count_++ < kCallsKept) calls_ += (calls_.empty() ? "" : ", ") + describe(fp);
+    if (calls_.count < kCallsKept) calls_.first[calls_.count] = fp;
+    ++calls_.count;
     return;
   }
   if (fp.collective != Collective::Barrier || digest_ == -1) return;
   fp.root = digest_;
-  if (count_ > kCallsKept) calls_ += " and " + std::to_string(count_ - kCallsKept) + " more";
   {
     std::lock_guard lock(mutex_);
-    barriers_.emplace_back(fp.seq, std::move(calls_));
+    barriers_.emplace_back(fp.seq, calls_);
     if (barriers_.size() > kBarriersKept) barriers_.pop_front();
   }
   digest_ = -1;
-  calls_.clear();
-  count_ = 0;
+  calls_.count = 0;
 }
 
 std::string RootsDigest::calls_before(std::uint64_t barrier_seq) const {
   std::lock_guard lock(mutex_);
   for (const auto& [seq, calls] : barriers_) {
-    if (seq == barrier_seq) return calls;
+    if (seq != barrier_seq) continue;
+    std::string text;
+    for (std::size_t i = 0; i < std::min(calls.count, kCallsKept); ++i) {
+      text += (i == 0 ? "" : ", ") + describe(calls.first[i]);
+    }
+    if (calls.count > kCallsKept) {
+      text += " and " + std::to_string(calls.count - kCallsKept) + " more";
+    }
+    return text;
   }
   return "";
 }

@@ -11,6 +11,7 @@
 
 #include "core/collective.hpp"
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -30,11 +31,16 @@ class RootsDigest {
  private:
   static constexpr std::size_t kCallsKept = 8;      ///< named per barrier; more are counted
   static constexpr std::size_t kBarriersKept = 16;  ///< barriers whose calls are remembered
+  /// The rooted calls before one barrier: the first kCallsKept, and how many there were.
+  /// Described only when the barrier fails, so a rooted call costs a copy, not a sentence.
+  struct Calls {
+    std::array<Fingerprint, kCallsKept> first;
+    std::size_t count = 0;
+  };
   std::int32_t digest_ = -1;
-  std::string calls_;  ///< the rooted calls since the last barrier, described
-  std::size_t count_ = 0;
+  Calls calls_;               ///< since the last barrier
   mutable std::mutex mutex_;  ///< guards barriers_ (read by the thread a barrier fails on)
-  std::deque<std::pair<std::uint64_t, std::string>> barriers_;
+  std::deque<std::pair<std::uint64_t, Calls>> barriers_;
 };
 
 }  // namespace chorus::detail

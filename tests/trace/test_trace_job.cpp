@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace chorus::testing {
 namespace {
@@ -22,16 +23,34 @@ bool contains(const std::string& text, const std::string& part) {
 
 class TraceJob : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(TraceJob, ChorusTraceNamesTheRankThatNeverArrived) {
-  test::TempDir dir;
+/// `chorusrun -n 3 trace_worker <worker_args>` on the test's transport, with a 1 s timeout
+/// and the dumps in `dir`; fails the test if the job hung.
+test::ProcessResult run_trace_job(const test::TempDir& dir,
+                                  const std::vector<std::string>& worker_args) {
   test::ProcessOptions options;
-  options.env = {"CHORUS_TRANSPORT=" + GetParam(), "CHORUS_TIMEOUT=1",
+  options.env = {"CHORUS_TRANSPORT=" + TraceJob::GetParam(), "CHORUS_TIMEOUT=1",
                  "CHORUS_TRACE_DIR=" + dir.path()};
   options.timeout = 30s;
-  test::ProcessResult job =
-      test::run_process({CHORUSRUN_PATH, "-n", "3", TRACE_WORKER_PATH, "2"}, options);
-  ASSERT_FALSE(job.timed_out) << job.out << job.err;
+  std::vector<std::string> command = {CHORUSRUN_PATH, "-n", "3", TRACE_WORKER_PATH};
+  command.insert(command.end(), worker_args.begin(), worker_args.end());
+  test::ProcessResult job = test::run_process(command, options);
+  EXPECT_FALSE(job.timed_out) << job.out << job.err;
   EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  return job;
+}
+
+/// chorus-trace's report on the dumps in `dir`.
+test::ProcessResult trace_report(const test::TempDir& dir) {
+  test::ProcessResult report =
+      test::run_process({PYTHON3_PATH, CHORUS_TRACE_PATH, "--dir", dir.path()});
+  EXPECT_EQ(report.exit_code, 0) << report.out << report.err;
+  return report;
+}
+
+TEST_P(TraceJob, ChorusTraceNamesTheRankThatNeverArrived) {
+  test::TempDir dir;
+  test::ProcessResult job = run_trace_job(dir, {"2"});
+  ASSERT_FALSE(job.timed_out);
   EXPECT_TRUE(contains(job.err, "allreduce #3 (count 1, int32, sum) timed out")) << job.err;
   EXPECT_TRUE(contains(job.err, "rank 2 never reached it")) << job.err;
   EXPECT_TRUE(
@@ -50,9 +69,7 @@ TEST_P(TraceJob, ChorusTraceNamesTheRankThatNeverArrived) {
   }
   EXPECT_GE(dumps, 2);
 
-  test::ProcessResult report =
-      test::run_process({PYTHON3_PATH, CHORUS_TRACE_PATH, "--dir", dir.path()});
-  EXPECT_EQ(report.exit_code, 0) << report.out << report.err;
+  test::ProcessResult report = trace_report(dir);
   EXPECT_TRUE(
       contains(report.out, "communicator world: 3 ranks, dumps from ranks 0-1; none from rank 2"))
       << report.out;
@@ -68,19 +85,11 @@ TEST_P(TraceJob, ChorusTraceNamesTheRankThatNeverArrived) {
 // issue times show who held the job up.
 TEST_P(TraceJob, ChorusTraceNamesTheRankThatArrivedAfterTheTimeout) {
   test::TempDir dir;
-  test::ProcessOptions options;
-  options.env = {"CHORUS_TRANSPORT=" + GetParam(), "CHORUS_TIMEOUT=1",
-                 "CHORUS_TRACE_DIR=" + dir.path()};
-  options.timeout = 30s;
-  test::ProcessResult job = test::run_process(
-      {CHORUSRUN_PATH, "-n", "3", TRACE_WORKER_PATH, "2", "late", "2.5"}, options);
-  ASSERT_FALSE(job.timed_out) << job.out << job.err;
-  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  test::ProcessResult job = run_trace_job(dir, {"2", "late", "2.5"});
+  ASSERT_FALSE(job.timed_out);
   EXPECT_TRUE(contains(job.err, "barrier #2 timed out")) << job.err;
 
-  test::ProcessResult report =
-      test::run_process({PYTHON3_PATH, CHORUS_TRACE_PATH, "--dir", dir.path()});
-  EXPECT_EQ(report.exit_code, 0) << report.out << report.err;
+  test::ProcessResult report = trace_report(dir);
   EXPECT_TRUE(contains(report.out, "communicator world: 3 ranks, dumps from ranks 0-2"))
       << report.out;
   EXPECT_TRUE(contains(report.out, "rank 2 issued barrier #2 ")) << report.out;
