@@ -1,8 +1,16 @@
-// The algorithm registry: every algorithm is registered with a name, a one-line
-// description, the collective it implements and the cases it accepts.
-// Algorithms talk only to transport::Transport, never to sockets.
+// The algorithm registry: every algorithm is one row (Algorithm) saying what it is (name,
+// description, collective), what it needs of the communicator besides a transport, what it
+// costs (a function of the call's shape and the machine's measured parameters), how it
+// treats half types and averages, and how it runs. A row is defined in the algorithm's own
+// file and listed once in registry.def; selection, the sweep and the tools read the rows.
+//
+// An algorithm runs a Call (what the caller asked) in a Context (what the communicator
+// lends it: the transport, the host arena, the deadline) and returns what it did (Outcome).
+// Algorithms move bytes through transport::Transport and, on one host, the
+// transport::HostArena they are handed; never through sockets or the links behind them.
 #pragma once
 
+#include "algorithms/cost_model.hpp"
 #include "core/collective.hpp"
 #include "core/deadline.hpp"
 #include "transport/transport.hpp"
@@ -10,8 +18,13 @@
 #include <chorus/types.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
+
+namespace chorus::transport {
+class HostArena;
+}
 
 namespace chorus::algorithms {
 
@@ -21,9 +34,9 @@ namespace chorus::algorithms {
 ///   all-gather, gather: elements each rank contributes (sendcount);
 ///   reduce-scatter, scatter: elements each rank receives (recvcount);
 ///   all-to-all: elements per peer; all-to-all-v, barrier: unused (0).
-/// `op` is Sum, Prod, Max or Min: the communicator lowers Avg to Sum before calling and
-/// divides the result afterwards, unless the algorithm did (see average_folded).
-struct CollectiveArgs {
+/// `op` is Sum, Prod, Max or Min: the communicator lowers Avg to Sum (and sets `average`)
+/// and divides the result afterwards, unless the algorithm did (Folding, Outcome).
+struct Call {
   Collective collective = Collective::Barrier;
   const void* send = nullptr;
   void* recv = nullptr;
@@ -34,52 +47,106 @@ struct CollectiveArgs {
   std::span<const std::size_t> send_counts, send_displs, recv_counts,
       recv_displs;          ///< all-to-all-v, in elements
   Fingerprint fingerprint;  ///< stamped on every message this call sends
-  /// When the call began running (the communicator sets it; the deadline counts from it,
-  /// and the host arena paces its per-call watcher pass by it: one clock read per call, the
-  /// coarse one, core/deadline.hpp, for a blocking call its caller runs).
-  Clock::time_point started{};
-  Deadline deadline;
-  bool host_arena = false;  ///< the transport has a host arena (shm_direct algorithms need it)
-  bool allow_cma = false;   ///< CHORUS_CMA, read when the communicator was created (cma algorithms)
-  /// The communicator has allocated shared windows (shm_window algorithms; the same on every
-  /// rank: allocation is collective and this never goes back to false).
-  bool shared_windows = false;
-  /// Where an algorithm that hands the call to another one names the one that ran (the
-  /// communicator's last_algorithm; static storage); nullptr: nobody asks.
-  std::string_view* ran_as = nullptr;
-  std::size_t chunk_bytes = 0;  ///< pipelined algorithms: bytes per chunk (0: their own default)
-  /// Avg lowered to Sum: an algorithm may divide its results by the rank count itself
-  /// (finalize_average, while they are in cache) and then sets *average_folded; nullptr:
-  /// not an average.
-  bool* average_folded = nullptr;
+  bool average = false;     ///< the caller asked for Avg (lowered to Sum)
 };
+
+/// What an algorithm needs of the communicator besides a transport (a bit set).
+using Needs = std::uint8_t;
+inline constexpr Needs kNeedsNothing = 0;
+/// The host arena: every rank of the communicator on this host, shared memory allowed.
+inline constexpr Needs kNeedsArena = 1;
+/// Cross-memory reads of the peers' buffers (CHORUS_CMA, not 0); only with an arena.
+inline constexpr Needs kNeedsCrossMemory = 2;
+/// Shared windows allocated (Communicator::alloc_shared; the same on every rank: allocation
+/// is collective and this never goes back); only with an arena.
+inline constexpr Needs kNeedsSharedWindows = 4;
+
+/// What the communicator lends an algorithm for one call.
+struct Context {
+  transport::Transport& transport;
+  /// The communicator's host arena (null without one: ranks on several hosts, or shared
+  /// memory not allowed). Algorithms whose row needs it get one.
+  transport::HostArena* arena = nullptr;
+  bool cross_memory = false;  ///< CHORUS_CMA, read when the communicator was created
+  Deadline deadline{};
+  /// When the call began running (the deadline counts from it, and the host arena paces its
+  /// per-call liveness pass by it); the epoch: not known (the arena reads the clock).
+  Clock::time_point started{};
+  std::size_t chunk_bytes = 0;  ///< pipelined algorithms: bytes per chunk (0: their own default)
+
+  int rank() const { return transport.rank(); }
+  int size() const { return transport.size(); }
+  /// What this context offers, as Needs bits.
+  Needs provides() const;
+  /// This context on `other` (a view of some of the ranks): same deadline, no arena.
+  Context on(transport::Transport& other) const;
+};
+
+/// How a reducing algorithm treats float16/bfloat16 and averages.
+enum class Folding : std::uint8_t {
+  /// The communicator hands it fp32 copies of half-type calls (algorithms/widen.hpp) and
+  /// divides averages.
+  None,
+  /// Reduces half types in fp32 itself, rounding each element once (core/reduce.hpp's rule),
+  /// and divides their averages before that rounding (algorithms/partials.hpp).
+  Halves,
+  /// Halves, and divides every average itself (while the results are in cache).
+  Averages,
+};
+
+struct Algorithm;
+
+/// What a run did: the algorithm that ran (the selected one, or the one it handed the call
+/// to) and whether it divided an average itself.
+struct Outcome {
+  const Algorithm* ran = nullptr;
+  bool averaged = false;
+};
+
+/// A run function: runs the call and returns the algorithm it handed the call to (a cma
+/// algorithm whose reads the kernel forbids, a shm_window one whose buffers lie outside the
+/// windows: their shm_direct counterpart), or nullptr when it ran the call itself.
+using RunFunction = const Algorithm* (*)(const Call& call, const Context& context);
 
 struct Algorithm {
   std::string_view name;         ///< e.g. "ring"; unique within its collective
   std::string_view description;  ///< one line
-  Collective collective;
-  /// Whether this algorithm handles the case (nullptr: every case).
-  bool (*accepts)(const CollectiveArgs& args, int nranks);
-  void (*run)(transport::Transport& transport, const CollectiveArgs& args);
-  /// Reduces float16/bfloat16 in fp32 itself, rounding each element once (core/reduce.hpp's
-  /// rule) and dividing an average before that (algorithms/partials.hpp): the communicator
-  /// hands it the caller's half-type buffers instead of widening the whole message into fp32
-  /// copies first (algorithms/widen.hpp).
-  bool accumulates_halves = false;
+  Collective collective = Collective::Barrier;
+  Needs needs = kNeedsNothing;
+  /// Modelled seconds of the call on the machine (cost_model.hpp); infinity rules it out.
+  CostFunction cost = nullptr;
+  RunFunction run = nullptr;
+  Folding folding = Folding::None;
+  /// Whether the algorithm takes the call's shape (nullptr: every shape); capabilities are
+  /// `needs`, not this.
+  bool (*accepts)(const Call& call, int nranks) = nullptr;
+  /// Pipelined algorithms: the chunk that minimises the modelled time (nullptr: none).
+  std::size_t (*chunk)(const CostInput& input) = nullptr;
+
+  /// Runs the call and says what ran and whether it divided an average.
+  Outcome execute(const Call& call, const Context& context) const;
+  /// Whether the algorithm divides this call's average itself.
+  bool folds_average(const Call& call) const;
 };
 
-/// Every registered algorithm, grouped by collective.
-std::span<const Algorithm> all_algorithms();
+/// A RunFunction for an algorithm that always runs the call itself.
+template <void (*Body)(const Call&, const Context&)>
+const Algorithm* runs(const Call& call, const Context& context) {
+  Body(call, context);
+  return nullptr;
+}
 
-/// The algorithm named `name` for `collective`, or nullptr.
+/// Every registered algorithm, grouped by collective (registry.def's order).
+std::span<const Algorithm* const> all_algorithms();
+
+/// The algorithm named `name` for `collective`, or nullptr (CHORUS_ALGO and tools).
 const Algorithm* find_algorithm(Collective collective, std::string_view name);
 
-/// Picks the algorithm for a call. `override_spec` is CHORUS_ALGO: empty, a bare
-/// name applied to every collective that has it ("ring"), or a comma list of
-/// collective=name ("allreduce=ring,broadcast=binomial"). An override naming an
-/// algorithm that declines the case falls back to the default choice.
-/// Pure: same inputs, same answer, on every rank.
-const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
-                                  std::string_view override_spec);
+/// The rows, one per algorithm file, as registry.def lists them (rows::allreduce_ring, ...).
+namespace rows {
+#define CHORUS_ALGORITHM(row) extern const Algorithm row;
+#include "algorithms/registry.def"
+#undef CHORUS_ALGORITHM
+}  // namespace rows
 
 }  // namespace chorus::algorithms

@@ -1,10 +1,10 @@
 // CmaCall: the cards, the agreement on availability and the reads (cma.hpp).
 #include "algorithms/cma.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "core/log.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <chorus/error.hpp>
 
@@ -17,8 +17,8 @@
 namespace chorus::algorithms {
 namespace {
 
-using transport::shm::CrossMemory;
-using transport::shm::HostArena;
+using transport::CrossMemory;
+using transport::HostArena;
 
 constexpr std::uint64_t kReadable = 1;
 constexpr std::uint64_t kUnreadable = 2;
@@ -61,11 +61,7 @@ std::uint64_t hash_pids(const std::vector<CmaCall::Card>& cards) {
 
 }  // namespace
 
-bool accepts_cma(const CollectiveArgs& args, int /*nranks*/) {
-  return args.host_arena && args.allow_cma;
-}
-
-void read_every_block(CmaCall& call, const CollectiveArgs& args) {
+void read_every_block(CmaCall& call, const Call& args) {
   const int n = call.arena().size();
   const int r = call.arena().rank();
   copy_elements(element_at(args.recv, r * args.count, args.dtype), args.send, args.count,
@@ -88,12 +84,12 @@ std::byte* cma_scratch(std::size_t bytes) {
   return reinterpret_cast<std::byte*>(buffer.get());
 }
 
-CmaCall::CmaCall(transport::Transport& transport, const CollectiveArgs& args)
-    : transport_(transport), args_(args), arena_(begin_arena_call(transport, args)) {
-  round_ = arena_.begin_round(args.deadline);
+CmaCall::CmaCall(const Call& args, const Context& ctx)
+    : ctx_(ctx), args_(args), arena_(begin_arena_call(args, ctx)) {
+  round_ = arena_.begin_round(ctx.deadline);
   publish_card();
   arena_.post(2 * round_);
-  arena_.wait_all(2 * round_, args.deadline);
+  arena_.wait_all(2 * round_, ctx.deadline);
   cards_.resize(static_cast<std::size_t>(arena_.size()));
   for (int r = 0; r < arena_.size(); ++r) {
     std::memcpy(&cards_[static_cast<std::size_t>(r)], arena_.buffer(r, round_), sizeof(Card));
@@ -128,7 +124,7 @@ bool CmaCall::agree() {
   const std::uint64_t mine = probe_peers() ? kReadable : kUnreadable;
   std::memcpy(arena_.buffer(arena_.rank(), round_) + kVerdictOffset, &mine, sizeof(mine));
   arena_.post(2 * round_ + 1);
-  arena_.wait_all(2 * round_ + 1, args_.deadline);
+  arena_.wait_all(2 * round_ + 1, ctx_.deadline);
   bool readable = true;
   for (int r = 0; r < arena_.size(); ++r) {
     std::uint64_t theirs = 0;
@@ -187,7 +183,7 @@ void CmaCall::fail_read(int peer, int error, std::size_t bytes) {
            : call + "reading " + std::to_string(bytes) + " bytes of " + who +
                  " failed (cross-memory read: " + std::strerror(error) + ")";
   const Status status = gone ? Status::RemoteError : Status::SystemError;
-  transport_.abort(status, message);
+  ctx_.transport.abort(status, message);
   throw Error(status, message);
 }
 

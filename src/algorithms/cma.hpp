@@ -1,5 +1,5 @@
 // Single-copy transfers between the ranks of one host: cross-memory reads
-// (transport/shm/cross_memory.hpp) let a rank read a peer's user buffer directly,
+// (transport/arena/cross_memory.hpp) let a rank read a peer's user buffer directly,
 // so a byte is copied once instead of twice (into the arena, out of it). The cma
 // algorithms (<collective>/cma.cpp for all-reduce, broadcast, all-gather, gather,
 // scatter and all-to-all) use the host arena only to publish addresses and to
@@ -16,9 +16,9 @@
 // holds; otherwise every rank reads each peer's probe word, writes its own
 // verdict and posts 2g + 1, and all adopt "every rank read every peer". Every
 // rank decides from the same published cards, so all agree. When the reads
-// are unusable the algorithm runs its shm_direct counterpart instead and names it
-// in args.ran_as (accepts() cannot see the arena; selection stays a pure function
-// of the call).
+// are unusable the algorithm hands the call to its shm_direct counterpart and returns
+// that row (RunFunction), which the Outcome names (selection cannot see the arena's
+// verdict; it stays a pure function of the call and the context).
 //
 // Lifetime of the addresses: a card names buffers of round g's call. The
 // algorithms keep every rank in the call until no peer will read its buffers
@@ -26,14 +26,14 @@
 #pragma once
 
 #include "algorithms/algorithm.hpp"
-#include "transport/shm/cross_memory.hpp"
+#include "transport/arena/cross_memory.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 class HostArena;
 }
 
@@ -42,13 +42,13 @@ namespace chorus::algorithms {
 class CmaCall {
  public:
   /// Begins the call on the transport's arena and exchanges the cards (see above).
-  CmaCall(transport::Transport& transport, const CollectiveArgs& args);
+  CmaCall(const Call& args, const Context& ctx);
   CmaCall(const CmaCall&) = delete;
   CmaCall& operator=(const CmaCall&) = delete;
 
   /// Whether every rank can read every other rank's memory (the same on every rank).
   bool usable() const { return usable_; }
-  transport::shm::HostArena& arena() { return arena_; }
+  transport::HostArena& arena() { return arena_; }
   /// The round of the cards; the call's next round is card_round() + 1.
   std::uint64_t card_round() const { return round_; }
 
@@ -76,12 +76,12 @@ class CmaCall {
   void read(int peer, std::uint64_t base, std::size_t offset, void* dst, std::size_t bytes);
   [[noreturn]] void fail_read(int peer, int error, std::size_t bytes);
 
-  transport::Transport& transport_;
-  const CollectiveArgs& args_;
-  transport::shm::HostArena& arena_;
+  const Context& ctx_;
+  const Call& args_;
+  transport::HostArena& arena_;
   std::uint64_t round_ = 0;
   std::vector<Card> cards_;
-  transport::shm::CrossMemory memory_;
+  transport::CrossMemory memory_;
   volatile std::uint64_t probe_word_ = 0;  ///< read by peers while they probe
   bool usable_ = false;
 };
@@ -93,6 +93,6 @@ std::byte* cma_scratch(std::size_t bytes);
 /// Fills this rank's receive buffer with every rank's block of args.count elements: its own
 /// copied from its send buffer into block rank (nothing in place), each peer p's send buffer
 /// read into block p. All-gather (every rank) and gather (the root).
-void read_every_block(CmaCall& call, const CollectiveArgs& args);
+void read_every_block(CmaCall& call, const Call& args);
 
 }  // namespace chorus::algorithms

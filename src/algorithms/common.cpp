@@ -2,7 +2,7 @@
 #include "algorithms/common.hpp"
 
 #include "core/copy.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <chorus/error.hpp>
 
@@ -101,32 +101,32 @@ Scratch& Scratch::operator=(Scratch&& other) noexcept {
 RequestSet::~RequestSet() {
   if (ids_.empty()) return;
   try {
-    transport_.abort(Status::InternalError,
-                     std::string(to_string(args_.collective)) +
-                         " stopped with requests in flight; the connections are closed");
+    ctx_.transport.abort(Status::InternalError,
+                         std::string(to_string(args_.collective)) +
+                             " stopped with requests in flight; the connections are closed");
   } catch (...) {
     // abort() is best effort; a destructor must not throw.
   }
 }
 
 transport::RequestId RequestSet::send(int peer, const void* data, std::size_t bytes) {
-  ids_.push_back(transport_.post_send(peer, data, bytes, args_.fingerprint));
+  ids_.push_back(ctx_.transport.post_send(peer, data, bytes, args_.fingerprint));
   return ids_.back();
 }
 
 transport::RequestId RequestSet::recv(int peer, void* data, std::size_t bytes) {
-  ids_.push_back(transport_.post_recv(peer, data, bytes, args_.fingerprint));
+  ids_.push_back(ctx_.transport.post_recv(peer, data, bytes, args_.fingerprint));
   return ids_.back();
 }
 
 void RequestSet::wait_for(transport::RequestId id) {
-  transport_.wait(std::span(&id, 1), args_.deadline);
+  ctx_.transport.wait(std::span(&id, 1), ctx_.deadline);
   ids_.erase(std::find(ids_.begin(), ids_.end(), id));
 }
 
 void RequestSet::wait() {
   if (ids_.empty()) return;
-  transport_.wait(ids_, args_.deadline);
+  ctx_.transport.wait(ids_, ctx_.deadline);
   ids_.clear();
 }
 
@@ -137,7 +137,7 @@ void RequestSet::exchange(int send_to, const void* send_data, std::size_t send_b
   wait();
 }
 
-const void* alltoallv_input(const CollectiveArgs& args, Scratch* snapshot) {
+const void* alltoallv_input(const Call& args, Scratch* snapshot) {
   if (args.send != args.recv || args.send == nullptr) return args.send;
   std::size_t extent = 0;
   for (std::size_t p = 0; p < args.send_counts.size(); ++p) {
@@ -149,7 +149,7 @@ const void* alltoallv_input(const CollectiveArgs& args, Scratch* snapshot) {
   return snapshot->data();
 }
 
-void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void* source) {
+void copy_alltoallv_self_block(const Call& args, int rank, const void* source) {
   auto r = static_cast<std::size_t>(rank);
   std::size_t sent = args.send_counts[r];
   std::size_t expected = args.recv_counts[r];
@@ -166,7 +166,7 @@ void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void*
 }
 
 std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
-                                    const transport::shm::HostArena& arena) {
+                                    const transport::HostArena& arena) {
   constexpr std::size_t kMinBytes = 512 * 1024;
   constexpr std::size_t kRounds = 8;
   const std::size_t round_bytes = arena.round_bytes();
@@ -179,8 +179,8 @@ std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
   return std::max<std::size_t>(1, bytes / dtype_size(dtype));
 }
 
-bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& args) {
-  bool single = transport.size() == 1;
+bool finish_trivial_call(const Call& args, const Context& ctx) {
+  bool single = ctx.size() == 1;
   switch (args.collective) {
     case Collective::Barrier:
       return single;
@@ -195,10 +195,9 @@ bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& 
   return single;
 }
 
-void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
-                            void (*counterpart)(transport::Transport&, const CollectiveArgs&)) {
-  if (args.ran_as) *args.ran_as = "shm_direct";
-  counterpart(transport, args);
+const Algorithm* hand_over(const Algorithm& counterpart, const Call& args, const Context& ctx) {
+  const Algorithm* other = counterpart.run(args, ctx);
+  return other ? other : &counterpart;
 }
 
 }  // namespace chorus::algorithms

@@ -11,10 +11,6 @@
 #include <memory>
 #include <vector>
 
-namespace chorus::transport::shm {
-class HostArena;
-}
-
 namespace chorus::algorithms {
 
 inline std::size_t bytes_of(std::size_t count, DataType dtype) { return count * dtype_size(dtype); }
@@ -30,11 +26,11 @@ inline const std::byte* element_at(const void* base, std::size_t index, DataType
 /// Elements per arena round for a rooted collective: an eighth of the `count` elements (at
 /// least 512 KiB, at most a round), so that the side that writes a round and the side that
 /// reads it out work at the same time instead of one after the other. Whole rounds when
-/// ranks share cores (transport::shm::HostArena::cores_shared): the other side is then often
+/// ranks share cores (transport::HostArena::cores_shared): the other side is then often
 /// not running, and each extra round can cost a scheduler slice. `count` (at least 1) when
 /// one round holds the whole message.
 std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
-                                    const transport::shm::HostArena& arena);
+                                    const transport::HostArena& arena);
 
 /// Copies `count` elements; nothing when the buffers coincide (in place) or count is 0.
 void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype,
@@ -71,8 +67,7 @@ class Scratch {
 /// still write into buffers that are about to be freed.
 class RequestSet {
  public:
-  RequestSet(transport::Transport& transport, const CollectiveArgs& args)
-      : transport_(transport), args_(args) {}
+  RequestSet(const Call& args, const Context& ctx) : ctx_(ctx), args_(args) {}
   RequestSet(const RequestSet&) = delete;
   RequestSet& operator=(const RequestSet&) = delete;
   ~RequestSet();
@@ -88,35 +83,34 @@ class RequestSet {
                 void* recv_data, std::size_t recv_bytes);
 
  private:
-  transport::Transport& transport_;
-  const CollectiveArgs& args_;
+  const Context& ctx_;
+  const Call& args_;
   std::vector<transport::RequestId> ids_;
 };
 
 /// All-to-all-v: copies the block this rank sends itself from `source` (laid out
 /// by send_counts/send_displs) into recv. Throws InvalidArgument when the send
 /// and receive counts for itself differ.
-void copy_alltoallv_self_block(const CollectiveArgs& args, int rank, const void* source);
+void copy_alltoallv_self_block(const Call& args, int rank, const void* source);
 
 /// The input an all-to-all-v reads from: args.send, or, in place (send == recv), a copy of
 /// the part of it the send layout covers, held in `snapshot` (the output overwrites it).
-const void* alltoallv_input(const CollectiveArgs& args, Scratch* snapshot);
+const void* alltoallv_input(const Call& args, Scratch* snapshot);
 
 /// Completes the calls that need no algorithm: a count of 0 (nothing is sent;
 /// barrier and all-to-all-v do not count as empty) and a single rank (copies
 /// send to recv where the collective moves data). True when the call is done.
-bool finish_trivial_call(transport::Transport& transport, const CollectiveArgs& args);
+bool finish_trivial_call(const Call& args, const Context& ctx);
 
 /// Whether `rank` receives the call's result (a reduce: only its root).
-inline bool receives_result(const CollectiveArgs& args, int rank) {
+inline bool receives_result(const Call& args, int rank) {
   return args.collective != Collective::Reduce || args.root == rank;
 }
 
 /// Runs `counterpart`, the shm_direct algorithm of the same collective, for a call the
 /// selected algorithm cannot serve after all (cma reads forbidden, buffers outside the
-/// shared windows), and names it in args.ran_as. The shm_direct algorithms accumulate half
-/// types themselves, like every algorithm that hands them a call.
-void run_shm_direct_instead(transport::Transport& transport, const CollectiveArgs& args,
-                            void (*counterpart)(transport::Transport&, const CollectiveArgs&));
+/// shared windows), and returns it for the Outcome (RunFunction). The shm_direct algorithms
+/// accumulate half types themselves, like every algorithm that hands them a call.
+const Algorithm* hand_over(const Algorithm& counterpart, const Call& args, const Context& ctx);
 
 }  // namespace chorus::algorithms

@@ -3,7 +3,8 @@
 // A message of b bytes over a link costs alpha + b * beta; reducing (or
 // copying) b bytes locally costs b * gamma. An algorithm's modelled time is
 //   rounds * alpha + bytes_moved * beta + bytes_reduced * gamma
-// along its critical path, with the formulas per algorithm in cost_model.cpp
+// along its critical path, with each algorithm's formula in its own row
+// (Algorithm::cost, in the algorithm's file, built from the helpers below)
 // and the link parameters per transport kind: shm rings between ranks of one
 // host, tcp between hosts (or everywhere under CHORUS_TRANSPORT=tcp), and the
 // per-host arena of the shm_direct algorithms. Defaults were measured on the
@@ -13,6 +14,8 @@
 
 #include "core/collective.hpp"
 #include "core/topology.hpp"
+
+#include <chorus/types.hpp>
 
 #include <array>
 #include <cstddef>
@@ -51,25 +54,70 @@ struct Machine {
   int max_ranks_per_host() const;
 };
 
-/// One algorithm's terms, for tests and for chorus-perf's report.
+/// One algorithm's terms along its critical path.
 struct CostTerms {
   double rounds = 0;
   double bytes_moved = 0;
   double bytes_reduced = 0;
 };
 
-/// Modelled seconds of `name` for (`collective`, `bytes` as selection_bytes
-/// defines them) on `machine`; infinity for an algorithm the model does not
-/// know. `chunk_bytes` is the pipeline chunk of chunked algorithms.
-double modelled_cost(std::string_view name, Collective collective, std::size_t bytes,
-                     const Machine& machine, const CostParameters& parameters,
-                     std::size_t chunk_bytes = 0);
+/// The rank arithmetic of the formulas: n ranks, lg = ceil(log2 n), p = the largest power
+/// of two <= n, log2p = log2 p, f = 1 when n != p (extra ranks fold in and out).
+struct Shape {
+  double n, lg, p, log2p, f;
+};
+Shape shape_of(int nranks);
 
-/// The chunk that minimises the pipelined broadcast's modelled time,
-/// c = sqrt(bytes * alpha / ((n - 2) * beta)) clamped to [4 KiB, 4 MiB]; 0 when
-/// the collective/algorithm has no chunk.
-std::size_t modelled_chunk_bytes(std::string_view name, Collective collective, std::size_t bytes,
-                                 const Machine& machine, const CostParameters& parameters);
+/// What a cost function sees of a call: its collective, `bytes` as selection_bytes defines
+/// them (the buffer for all-reduce, broadcast and reduce; one rank's block for all-gather,
+/// reduce-scatter, gather and scatter; one peer's block for all-to-all), its dtype and op,
+/// the machine and its parameters, and the pipeline chunk of chunked algorithms.
+struct CostInput {
+  Collective collective = Collective::Barrier;
+  std::size_t bytes = 0;
+  DataType dtype = DataType::Uint8;
+  ReduceOp op = ReduceOp::Sum;
+  const Machine& machine;
+  const CostParameters& parameters;
+  std::size_t chunk_bytes = 0;
+
+  double m() const { return static_cast<double>(bytes); }
+  Shape shape() const { return shape_of(machine.nranks); }
+  /// Bytes a partial result takes per byte of the caller's dtype: 2 where a reduction of
+  /// float16/bfloat16 carries its partial results in fp32 (algorithms/partials.hpp), else 1.
+  double partial_scale() const;
+};
+
+/// Modelled seconds of one algorithm for a call (Algorithm::cost); infinity rules it out.
+using CostFunction = double (*)(const CostInput& input);
+
+/// The link of the message-passing algorithms: tcp across hosts or under
+/// CHORUS_TRANSPORT=tcp, the shm rings otherwise.
+const LinkCost& message_link(const CostInput& input);
+/// rounds * alpha + bytes_moved * beta + bytes_reduced * gamma on `link`.
+double terms_cost(const CostTerms& terms, const LinkCost& link, double gamma);
+/// terms_cost on message_link.
+double message_cost(const CostInput& input, const CostTerms& terms);
+/// A radix-k tree (patterns/knomial_tree.hpp) over `ranks` ranks: depth levels, up to k - 1
+/// children each; `reduces`: every received byte is reduced too.
+CostTerms knomial_terms(int ranks, double m, bool reduces);
+/// A binomial gather or scatter (the root's link carries the n - 1 blocks). TCP on one host
+/// (CHORUS_TRANSPORT=tcp): every byte any rank sends costs the shared cores a kernel copy at
+/// each end, so a tree that forwards blocks through intermediate ranks pays for all it
+/// forwards: the sum of the subtree sizes (n/2 log2 n for n = 2^k) blocks in all, against
+/// n - 1 for linear (measured at 4 ranks from 1 MiB: linear 1.5-2x faster).
+CostTerms binomial_gather_scatter_terms(const CostInput& input);
+/// An algorithm in the host arena: `syncs` arena synchronisations, `bytes` copied through
+/// it, `reduced` bytes reduced locally.
+double arena_cost(const CostInput& input, double syncs, double bytes, double reduced = 0);
+/// An algorithm of cross-memory reads: arena synchronisations, `kernel_bytes` read from peers
+/// by the kernel (each costing kKernelCopyFactor arena bytes: it pins the peer's pages one by
+/// one), `local_bytes` copied, `reduced` bytes reduced.
+double cross_memory_cost(const CostInput& input, double syncs, double kernel_bytes,
+                         double local_bytes, double reduced = 0);
+/// Measured on the development machine (a PVM guest, where pinning is slow) at 64 MiB:
+/// cross-memory reads at 3.5-4 GB/s against memcpy's 18 GB/s; on bare metal closer to 1.
+inline constexpr double kKernelCopyFactor = 5.0;
 
 /// The keys of a tuning file, in the order write_tuning writes them.
 enum class TuningKey : std::uint8_t {

@@ -13,9 +13,9 @@
 // (fp32 for half types: they are rounded once, by the caller, after the last round).
 #include "algorithms/patterns/recursive_halving.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "algorithms/patterns/recursive_doubling.hpp"
 #include "core/reduce.hpp"
@@ -29,12 +29,12 @@ patterns::Block CoreGroups::span(int first, int groups) const {
   return {head.offset * unit, (tail.offset + tail.count - head.offset) * unit};
 }
 
-void halving_reduce_scatter_pass(transport::Transport& transport, const CollectiveArgs& args,
-                                 const void* input, void* work, const CoreGroups& groups) {
-  const int rank = transport.rank();
+void halving_reduce_scatter_pass(const Call& args, const Context& ctx, const void* input,
+                                 void* work, const CoreGroups& groups) {
+  const int rank = ctx.rank();
   const DataType partial = partial_type(args);
   Scratch incoming(groups.span(0, groups.parts / 2).count, partial);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   // Round 0 from the unreduced input when there is one, in the caller's dtype.
   Operand current = input ? Operand{input, args.dtype} : Operand{work, partial};
   for (int round = 0; (groups.parts >> round) > 1; ++round) {
@@ -51,10 +51,10 @@ void halving_reduce_scatter_pass(transport::Transport& transport, const Collecti
   }
 }
 
-void doubling_allgather_pass(transport::Transport& transport, const CollectiveArgs& args,
-                             void* buffer, const CoreGroups& groups) {
-  const int rank = transport.rank();
-  RequestSet requests(transport, args);
+void doubling_allgather_pass(const Call& args, const Context& ctx, void* buffer,
+                             const CoreGroups& groups) {
+  const int rank = ctx.rank();
+  RequestSet requests(args, ctx);
   for (int round = 0; (1 << round) < groups.parts; ++round) {
     int partner = patterns::recursive_doubling_partner(rank, round);
     auto mine = groups.span(patterns::recursive_doubling_group_start(rank, round), 1 << round);

@@ -28,14 +28,13 @@ const float* as_float(Operand x, std::size_t first, std::size_t count, Block& bl
 
 }  // namespace
 
-DataType partial_type(const CollectiveArgs& args) {
+DataType partial_type(const Call& args) {
   const DataType wide = accumulation_type(args.dtype, args.op);
   return is_half(args.dtype) && wide == DataType::Float32 ? wide : args.dtype;
 }
 
-int fold_half_average(const CollectiveArgs& args, int nranks) {
-  if (args.average_folded == nullptr || partial_type(args) == args.dtype) return 1;
-  *args.average_folded = true;
+int fold_half_average(const Call& args, int nranks) {
+  if (!args.average || partial_type(args) == args.dtype) return 1;
   return nranks;
 }
 
@@ -60,8 +59,8 @@ void reduce_operands(void* dst, DataType dst_type, Operand a, Operand b, std::si
   }
 }
 
-void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count,
-                const CollectiveArgs& args, int divisor) {
+void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count, const Call& args,
+                int divisor) {
   const DataType dtype = args.dtype;
   if (partial_type(args) != dtype && divisor <= 1) {
     // One pass: each input widened in registers, reduced in fp32, rounded once.
@@ -88,7 +87,7 @@ void reduce_all(void* out, std::span<const void* const> inputs, std::size_t coun
   }
 }
 
-void store_final(void* dst, void* src, std::size_t count, const CollectiveArgs& args, int divisor) {
+void store_final(void* dst, void* src, std::size_t count, const Call& args, int divisor) {
   const DataType partial = partial_type(args);
   if (divisor > 1) finalize_average(src, count, partial, divisor);
   convert(src, partial, dst, args.dtype, count);

@@ -19,12 +19,12 @@ namespace chorus::algorithms {
 
 /// The dtype partial results of `args` are carried in: float32 for a half type under Sum or
 /// Prod, args.dtype otherwise.
-DataType partial_type(const CollectiveArgs& args);
+DataType partial_type(const Call& args);
 
 /// An average of a half type is divided by the algorithm, before its one rounding: returns
 /// the divisor for the final values (`nranks`) and sets *args.average_folded; 1 for any
 /// other call. Every rank of an algorithm that accumulates halves calls it.
-int fold_half_average(const CollectiveArgs& args, int nranks);
+int fold_half_average(const Call& args, int nranks);
 
 /// `count` elements of `dtype`.
 struct Operand {
@@ -43,11 +43,11 @@ void reduce_operands(void* dst, DataType dst_type, Operand a, Operand b, std::si
 /// at least two), in partial_type(args), divided by `divisor` when it is > 1, rounded once.
 /// Half types take one pass (core's reduce_halves: widened in registers), or, for an average,
 /// a few KiB at a time through fp32 blocks that stay in L1. `out` may be one of the inputs.
-void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count,
-                const CollectiveArgs& args, int divisor);
+void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count, const Call& args,
+                int divisor);
 
 /// dst (args.dtype) = src (partial_type(args)) divided by `divisor` when it is > 1, rounded
 /// once; src is divided in place.
-void store_final(void* dst, void* src, std::size_t count, const CollectiveArgs& args, int divisor);
+void store_final(void* dst, void* src, std::size_t count, const Call& args, int divisor);
 
 }  // namespace chorus::algorithms

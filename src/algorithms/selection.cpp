@@ -20,17 +20,17 @@ std::string_view trim(std::string_view text) {
 }
 
 bool any_collective_has(std::string_view name) {
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.name == name) return true;
+  for (const Algorithm* algorithm : all_algorithms()) {
+    if (algorithm->name == name) return true;
   }
   return false;
 }
 
 std::string names_of(Collective collective) {
   std::string names;
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective != collective) continue;
-    names += (names.empty() ? "" : ", ") + std::string(algorithm.name);
+  for (const Algorithm* algorithm : all_algorithms()) {
+    if (algorithm->collective != collective) continue;
+    names += (names.empty() ? "" : ", ") + std::string(algorithm->name);
   }
   return names.empty() ? "none" : names;
 }
@@ -91,13 +91,12 @@ std::string_view requested_algorithm(const std::vector<AlgorithmOverride>& overr
   return specific.empty() ? bare : specific;
 }
 
-bool algorithm_accepts(const Algorithm& algorithm, const CollectiveArgs& args, int nranks) {
-  return algorithm.accepts == nullptr || algorithm.accepts(args, nranks);
+bool algorithm_accepts(const Algorithm& algorithm, const Call& args, int nranks, Needs provided) {
+  return (algorithm.needs & ~provided) == 0 &&
+         (algorithm.accepts == nullptr || algorithm.accepts(args, nranks));
 }
 
-std::size_t selection_bytes(const CollectiveArgs& args) {
-  return args.count * dtype_size(args.dtype);
-}
+std::size_t selection_bytes(const Call& args) { return args.count * dtype_size(args.dtype); }
 
 SelectionContext single_host_context(int nranks) {
   SelectionContext context;
@@ -105,28 +104,28 @@ SelectionContext single_host_context(int nranks) {
   return context;
 }
 
-Selection evaluate(const Algorithm& algorithm, const CollectiveArgs& args,
-                   const SelectionContext& context) {
-  const std::size_t bytes = selection_bytes(args);
-  Selection choice{&algorithm, modelled_chunk_bytes(algorithm.name, args.collective, bytes,
-                                                    context.machine, context.parameters)};
-  choice.modelled_seconds = modelled_cost(algorithm.name, args.collective, bytes, context.machine,
-                                          context.parameters, choice.chunk_bytes);
+Selection evaluate(const Algorithm& algorithm, const Call& args, const SelectionContext& context) {
+  CostInput input{args.collective, selection_bytes(args), args.dtype,
+                  args.op,         context.machine,       context.parameters};
+  Selection choice{&algorithm, algorithm.chunk ? algorithm.chunk(input) : 0};
+  input.chunk_bytes = choice.chunk_bytes;
+  choice.modelled_seconds = algorithm.cost(input);
   return choice;
 }
 
-Selection default_selection(const CollectiveArgs& args, const SelectionContext& context) {
+Selection default_selection(const Call& args, Needs provided, const SelectionContext& context) {
   if (args.collective == Collective::Send || args.collective == Collective::Recv) {
     throw Error(Status::InvalidUsage, std::string(to_string(args.collective)) +
                                           " has no algorithms; the communicator moves it itself");
   }
   const int nranks = context.machine.nranks;
   Selection best;
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective != args.collective || !algorithm_accepts(algorithm, args, nranks)) {
+  for (const Algorithm* algorithm : all_algorithms()) {
+    if (algorithm->collective != args.collective ||
+        !algorithm_accepts(*algorithm, args, nranks, provided)) {
       continue;
     }
-    Selection candidate = evaluate(algorithm, args, context);
+    Selection candidate = evaluate(*algorithm, args, context);
     if (!best.algorithm || candidate.modelled_seconds < best.modelled_seconds) best = candidate;
   }
   if (best.algorithm) return best;
@@ -135,19 +134,20 @@ Selection default_selection(const CollectiveArgs& args, const SelectionContext& 
                                          std::to_string(nranks) + " ranks");
 }
 
-Selection select(const CollectiveArgs& args, const SelectionContext& context,
+Selection select(const Call& args, Needs provided, const SelectionContext& context,
                  const std::vector<AlgorithmOverride>& overrides) {
   std::string_view name = requested_algorithm(overrides, args.collective);
   if (!name.empty()) {
     const Algorithm* requested = find_algorithm(args.collective, name);
-    if (requested && algorithm_accepts(*requested, args, context.machine.nranks)) {
+    if (requested && algorithm_accepts(*requested, args, context.machine.nranks, provided)) {
       return evaluate(*requested, args, context);
     }
   }
-  return default_selection(args, context);
+  return default_selection(args, provided, context);
 }
 
-const Selection& SelectionCache::select(const CollectiveArgs& args, const SelectionContext& context,
+const Selection& SelectionCache::select(const Call& args, Needs provided,
+                                        const SelectionContext& context,
                                         const std::vector<AlgorithmOverride>& overrides) {
   const std::size_t bytes = selection_bytes(args);
   // Fibonacci hashing: the top 6 bits of the product index the 64 entries.
@@ -155,29 +155,28 @@ const Selection& SelectionCache::select(const CollectiveArgs& args, const Select
   Entry& entry =
       entries_[(bytes * 0x9E3779B97F4A7C15ull + static_cast<std::size_t>(args.collective)) >> 58];
   if (!entry.used || entry.collective != args.collective || entry.bytes != bytes ||
-      entry.host_arena != args.host_arena || entry.allow_cma != args.allow_cma ||
-      entry.shared_windows != args.shared_windows) {
-    entry.choice = algorithms::select(args, context, overrides);  // throws: entry untouched
+      entry.dtype != args.dtype || entry.op != args.op || entry.provided != provided) {
+    entry.choice = algorithms::select(args, provided, context, overrides);  // throws: untouched
     entry.used = true;
     entry.collective = args.collective;
     entry.bytes = bytes;
-    entry.host_arena = args.host_arena;
-    entry.allow_cma = args.allow_cma;
-    entry.shared_windows = args.shared_windows;
+    entry.dtype = args.dtype;
+    entry.op = args.op;
+    entry.provided = provided;
   }
   return entry.choice;
 }
 
-std::string explain_selection(const CollectiveArgs& args, const SelectionContext& context,
+std::string explain_selection(const Call& args, Needs provided, const SelectionContext& context,
                               const std::vector<AlgorithmOverride>& overrides) {
   std::vector<Selection> modelled;
   std::string declined;
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective != args.collective) continue;
-    if (algorithm_accepts(algorithm, args, context.machine.nranks)) {
-      modelled.push_back(evaluate(algorithm, args, context));
+  for (const Algorithm* algorithm : all_algorithms()) {
+    if (algorithm->collective != args.collective) continue;
+    if (algorithm_accepts(*algorithm, args, context.machine.nranks, provided)) {
+      modelled.push_back(evaluate(*algorithm, args, context));
     } else {
-      declined += (declined.empty() ? "" : ", ") + std::string(algorithm.name);
+      declined += (declined.empty() ? "" : ", ") + std::string(algorithm->name);
     }
   }
   std::stable_sort(modelled.begin(), modelled.end(), [](const Selection& a, const Selection& b) {
@@ -195,18 +194,11 @@ std::string explain_selection(const CollectiveArgs& args, const SelectionContext
   return text;
 }
 
-const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks) {
-  return *default_selection(args, single_host_context(nranks)).algorithm;
-}
-
-const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
+const Algorithm& select_algorithm(const Call& args, int nranks, Needs provided,
                                   std::string_view override_spec) {
-  return select_algorithm(args, nranks, parse_algorithm_override(override_spec));
-}
-
-const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
-                                  const std::vector<AlgorithmOverride>& overrides) {
-  return *select(args, single_host_context(nranks), overrides).algorithm;
+  return *select(args, provided, single_host_context(nranks),
+                 parse_algorithm_override(override_spec))
+              .algorithm;
 }
 
 }  // namespace chorus::algorithms

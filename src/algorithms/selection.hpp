@@ -34,18 +34,14 @@ std::vector<AlgorithmOverride> parse_algorithm_override(std::string_view spec);
 std::string_view requested_algorithm(const std::vector<AlgorithmOverride>& overrides,
                                      Collective collective);
 
-/// select_algorithm (algorithm.hpp) with CHORUS_ALGO already parsed, on
-/// single_host_context(nranks).
-const Algorithm& select_algorithm(const CollectiveArgs& args, int nranks,
-                                  const std::vector<AlgorithmOverride>& overrides);
-
-/// Whether `algorithm` takes the case (an algorithm without accepts() takes all).
-bool algorithm_accepts(const Algorithm& algorithm, const CollectiveArgs& args, int nranks);
+/// Whether `algorithm` takes the case: the context provides what it needs, and its
+/// accepts() (if any) takes the call's shape.
+bool algorithm_accepts(const Algorithm& algorithm, const Call& args, int nranks, Needs provided);
 
 /// Bytes that drive the default choice: args.count elements of args.dtype
 /// (per rank for all-gather/gather, per peer for all-to-all; 0 for barrier and
 /// all-to-all-v).
-std::size_t selection_bytes(const CollectiveArgs& args);
+std::size_t selection_bytes(const Call& args);
 
 /// What selection knows about the communicator besides the call: its shape
 /// (ranks, hosts, link kinds) and the cost-model parameters. The same on every
@@ -67,38 +63,39 @@ struct Selection {
 SelectionContext single_host_context(int nranks);
 
 /// `algorithm` with its modelled chunk and time for the call.
-Selection evaluate(const Algorithm& algorithm, const CollectiveArgs& args,
-                   const SelectionContext& context);
+Selection evaluate(const Algorithm& algorithm, const Call& args, const SelectionContext& context);
 
-/// Among the registered algorithms of args.collective that accept the case,
-/// the one of lowest modelled cost (cost_model.hpp); ties go to the first
-/// registered. Throws Error(InvalidUsage) for send and recv, which have no
-/// algorithms, and Error(InternalError) if none accepts.
-Selection default_selection(const CollectiveArgs& args, const SelectionContext& context);
+/// Among the registered algorithms of args.collective that accept the case
+/// (`provided`: what the communicator's Context offers), the one of lowest modelled cost
+/// (Algorithm::cost); ties go to the first registered. Throws Error(InvalidUsage) for send
+/// and recv, which have no algorithms, and Error(InternalError) if none accepts.
+Selection default_selection(const Call& args, Needs provided, const SelectionContext& context);
 
 /// The override's algorithm when CHORUS_ALGO names one for the collective and
 /// it accepts the case, else default_selection. Pure.
-Selection select(const CollectiveArgs& args, const SelectionContext& context,
+Selection select(const Call& args, Needs provided, const SelectionContext& context,
                  const std::vector<AlgorithmOverride>& overrides);
 
 /// Why select() chooses what it does, for the INFO log: the modelled time of every algorithm
 /// of args.collective that accepts the case, fastest first, the ones that decline it, and
 /// the CHORUS_ALGO entry that applies, e.g. "CHORUS_ALGO asks for ring; modelled: ring 95.3
 /// us, recursive_doubling 402 us; declined by hierarchical".
-std::string explain_selection(const CollectiveArgs& args, const SelectionContext& context,
+std::string explain_selection(const Call& args, Needs provided, const SelectionContext& context,
                               const std::vector<AlgorithmOverride>& overrides);
 
-/// default_selection(args, single_host_context(nranks)).algorithm.
-const Algorithm& default_algorithm(const CollectiveArgs& args, int nranks);
+/// The algorithm select() picks on a one-host context of `nranks` ranks over shm rings with
+/// the default parameters, for CHORUS_ALGO `override_spec` (see parse_algorithm_override).
+const Algorithm& select_algorithm(const Call& args, int nranks, Needs provided,
+                                  std::string_view override_spec = {});
 
 /// select() for one communicator (one context, one set of overrides), remembered:
-/// a choice depends on the call only through the collective, selection_bytes()
-/// and the flags accepts() reads (host_arena, allow_cma, shared_windows), so calls that repeat
+/// a choice depends on the call only through the collective, selection_bytes(), the dtype
+/// and op (cost terms of half types), and what the context provides, so calls that repeat
 /// those skip the cost model. Direct-mapped, 64 entries; not thread-safe (the
 /// communicator runs one collective at a time).
 class SelectionCache {
  public:
-  const Selection& select(const CollectiveArgs& args, const SelectionContext& context,
+  const Selection& select(const Call& args, Needs provided, const SelectionContext& context,
                           const std::vector<AlgorithmOverride>& overrides);
 
  private:
@@ -106,9 +103,9 @@ class SelectionCache {
     bool used = false;
     Collective collective = Collective::Barrier;
     std::size_t bytes = 0;
-    bool host_arena = false;
-    bool allow_cma = false;
-    bool shared_windows = false;
+    DataType dtype = DataType::Uint8;
+    ReduceOp op = ReduceOp::Sum;
+    Needs provided = kNeedsNothing;
     Selection choice;
   };
   static constexpr std::size_t kEntries = 64;

@@ -17,11 +17,10 @@
 namespace chorus::algorithms {
 
 /// Runs `args` (a reduction in the caller's dtype, Avg already lowered to Sum: `average` says
-/// whether it was one) as `wide` through `run_wide(CollectiveArgs&)`, on a communicator of
+/// whether it was one) as `wide` through `run_wide(Call&)`, on a communicator of
 /// `size` ranks where this rank is `rank`.
 template <typename RunWide>
-void run_widened(CollectiveArgs args, int rank, int size, DataType wide, bool average,
-                 RunWide&& run_wide) {
+void run_widened(Call args, int rank, int size, DataType wide, bool average, RunWide&& run_wide) {
   const DataType narrow = args.dtype;
   const std::size_t send_elems = args.collective == Collective::ReduceScatter
                                      ? args.count * static_cast<std::size_t>(size)
@@ -36,7 +35,7 @@ void run_widened(CollectiveArgs args, int rank, int size, DataType wide, bool av
   args.send = wide_send.data();
   args.recv = receives ? wide_recv.data() : nullptr;
   args.dtype = wide;
-  args.average_folded = nullptr;  // divided here, once, in the wide dtype
+  args.average = false;  // divided here, once, in the wide dtype
   run_wide(args);
   if (!receives) return;
   if (average) finalize_average(wide_recv.data(), args.count, wide, size);

@@ -1,11 +1,11 @@
 // WindowCall: the cards and the agreement; see window.hpp.
 #include "algorithms/window.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "core/reduce.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -13,8 +13,8 @@
 namespace chorus::algorithms {
 namespace {
 
-using transport::shm::HostArena;
-using transport::shm::WindowPlace;
+using transport::HostArena;
+using transport::WindowPlace;
 
 /// A rank's buffers: the windows (send's id in the high half, recv's in the low half; 0:
 /// some buffer lies outside every window) and the offsets in this rank's parts.
@@ -23,10 +23,9 @@ struct Card {
   std::uint64_t send;
   std::uint64_t recv;
 };
-static_assert(sizeof(Card) <= transport::shm::kInlineBytes);
+static_assert(sizeof(Card) <= transport::kInlineBytes);
 
-Card card_of(HostArena& arena, const CollectiveArgs& args, std::size_t send_bytes,
-             std::size_t recv_bytes) {
+Card card_of(HostArena& arena, const Call& args, std::size_t send_bytes, std::size_t recv_bytes) {
   const auto& windows = arena.windows();
   const WindowPlace send = windows.find(args.send, send_bytes, arena.rank());
   const WindowPlace recv = windows.find(args.recv, recv_bytes, arena.rank());
@@ -37,22 +36,22 @@ Card card_of(HostArena& arena, const CollectiveArgs& args, std::size_t send_byte
 
 }  // namespace
 
-bool accepts_shared_window(const CollectiveArgs& args, int nranks) {
-  if (!args.host_arena || !args.shared_windows || nranks < 2) return false;
+bool accepts_shared_window(const Call& args, int nranks) {
+  if (nranks < 2) return false;
   const std::size_t block = bytes_of(args.count, args.dtype);
   const std::size_t largest =
       args.collective == Collective::AllReduce ? block : block * static_cast<std::size_t>(nranks);
   return largest > kMinWindowBytes;
 }
 
-WindowCall::WindowCall(transport::Transport& transport, const CollectiveArgs& args,
-                       std::size_t send_bytes, std::size_t recv_bytes)
-    : args_(args), arena_(begin_arena_call(transport, args)) {
-  round_ = arena_.begin_round(args.deadline, sizeof(Card));
+WindowCall::WindowCall(const Call& args, const Context& ctx, std::size_t send_bytes,
+                       std::size_t recv_bytes)
+    : ctx_(ctx), args_(args), arena_(begin_arena_call(args, ctx)) {
+  round_ = arena_.begin_round(ctx.deadline, sizeof(Card));
   const Card mine = card_of(arena_, args, send_bytes, recv_bytes);
   std::memcpy(arena_.buffer(arena_.rank(), round_), &mine, sizeof(mine));
   arena_.post(2 * round_);
-  arena_.wait_all(2 * round_, args.deadline);
+  arena_.wait_all(2 * round_, ctx.deadline);
   const auto n = static_cast<std::size_t>(arena_.size());
   std::vector<Card> cards(n);
   usable_ = true;
@@ -85,12 +84,12 @@ void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* 
     inputs.push_back(element_at(send((r + step) % n), first, args_.dtype));
   }
   // Every element is reduced here, by one rank, from all n inputs: one rounding.
-  reduce_all(out, inputs, count, args_, args_.average_folded ? n : 1);
+  reduce_all(out, inputs, count, args_, args_.average ? n : 1);
 }
 
 void WindowCall::finish() {
   arena_.post(2 * round_ + 1);
-  arena_.wait_all(2 * round_ + 1, args_.deadline);
+  arena_.wait_all(2 * round_ + 1, ctx_.deadline);
 }
 
 }  // namespace chorus::algorithms

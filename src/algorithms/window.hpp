@@ -1,5 +1,5 @@
 // Collectives on buffers inside the communicator's shared windows
-// (transport/shm/windows.hpp): the shm_window algorithms (allreduce/shm_window.cpp,
+// (transport/arena/windows.hpp): the shm_window algorithms (allreduce/shm_window.cpp,
 // reducescatter/shm_window.cpp, allgather/shm_window.cpp) read and write the peers'
 // buffers directly and use the host arena only for two synchronisations.
 //
@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 class HostArena;
 }
 
@@ -29,8 +29,7 @@ class WindowCall {
  public:
   /// Begins the call and exchanges the cards; `send_bytes` and `recv_bytes` are this rank's
   /// buffers' lengths for this collective.
-  WindowCall(transport::Transport& transport, const CollectiveArgs& args, std::size_t send_bytes,
-             std::size_t recv_bytes);
+  WindowCall(const Call& args, const Context& ctx, std::size_t send_bytes, std::size_t recv_bytes);
   WindowCall(const WindowCall&) = delete;
   WindowCall& operator=(const WindowCall&) = delete;
 
@@ -51,8 +50,9 @@ class WindowCall {
   void finish();
 
  private:
-  const CollectiveArgs& args_;
-  transport::shm::HostArena& arena_;
+  const Context& ctx_;
+  const Call& args_;
+  transport::HostArena& arena_;
   std::uint64_t round_ = 0;
   bool usable_ = false;
   std::vector<const std::byte*> send_;

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kAnySource = -1;  ///< submit_point_to_point's peer for irecv_any
 
-using algorithms::CollectiveArgs;
+using algorithms::Call;
 using detail::CommState;
 using Start = detail::Executor::Start;
 
@@ -50,7 +50,7 @@ CommState& live(const std::shared_ptr<CommState>& state) {
   return *state;
 }
 
-Fingerprint fingerprint_of(const CollectiveArgs& a, std::uint64_t seq) {
+Fingerprint fingerprint_of(const Call& a, std::uint64_t seq) {
   Fingerprint fp;
   fp.seq = seq;
   fp.collective = a.collective;
@@ -65,7 +65,7 @@ Fingerprint fingerprint_of(const CollectiveArgs& a, std::uint64_t seq) {
 /// waits for nothing (as in MPI and NCCL): it completes at once, even behind
 /// pending operations, and is not queued or recorded. It still takes its sequence
 /// number, so a rank that skips it on one side is a mismatch at the next call.
-bool moves_nothing(const CollectiveArgs& a) {
+bool moves_nothing(const Call& a) {
   return a.count == 0 && a.collective != Collective::Barrier &&
          a.collective != Collective::AllToAllV;
 }
@@ -85,8 +85,7 @@ std::shared_ptr<detail::RequestState> completed() {
 /// communicator, Executor::claim; or one that moves nothing): then it returns nullptr.
 /// All-to-all-v count arrays are copied, so the caller may release them as soon as the
 /// call returns. `args` is the caller's own copy: this stamps it.
-std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& state,
-                                            CollectiveArgs& args) {
+std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& state, Call& args) {
   CommState& s = live(state);
   try {
     detail::validate_collective(args, s.rank, s.size);
@@ -108,41 +107,44 @@ std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& st
     args.recv_displs = {base + 3 * n, n};
   }
   detail::FlightRecorder::RecordId record = 0;
+  Clock::time_point started;
   {
     std::lock_guard lock(s.issue_mutex);
     args.fingerprint = fingerprint_of(args, ++s.collective_seq);
     s.roots_digest.stamp(args.fingerprint);
     if (moves_nothing(args)) return nullptr;
     const detail::OpDescription op{args.fingerprint};
-    if (issuing_blocking) args.started = coarse_now();
-    if (!issuing_blocking || !s.executor->claim(op, args.started, &record)) {
-      args.started = {};  // queued: it starts when it runs
-      return s.executor->submit([&s, args, counts]() mutable { detail::run_collective(s, args); },
-                                op, start_for_caller());
+    started = issuing_blocking ? coarse_now() : Clock::time_point{};
+    if (!issuing_blocking || !s.executor->claim(op, started, &record)) {
+      // Queued: it starts when it runs.
+      return s.executor->submit(
+          [&s, args, counts]() mutable { detail::run_collective(s, args, {}); }, op,
+          start_for_caller());
     }
   }
   struct Claimed {
     CommState& s;
-    CollectiveArgs& args;
-  } claimed{s, args};
+    Call& args;
+    Clock::time_point started;
+  } claimed{s, args, started};
   s.executor->run_claimed(
       [](void* context) {
         auto& c = *static_cast<Claimed*>(context);
-        detail::run_collective(c.s, c.args);
+        detail::run_collective(c.s, c.args, c.started);
       },
       &claimed, record);
   return nullptr;
 }
 
 /// The non-blocking form: a request (one already complete when the call ran at once).
-Request submit(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
+Request submit(const std::shared_ptr<CommState>& state, Call args) {
   auto request = issue(state, args);
   return Request(request ? std::move(request) : completed());
 }
 
 /// The blocking form: issues as blocking (see issuing_blocking), then waits for what was
 /// queued; a call that ran at once has nothing to wait for.
-void run_blocking_collective(const std::shared_ptr<CommState>& state, CollectiveArgs args) {
+void run_blocking_collective(const std::shared_ptr<CommState>& state, Call args) {
   std::shared_ptr<detail::RequestState> request = [&] {
     IssuingBlocking blocking;
     return issue(state, args);
@@ -150,9 +152,9 @@ void run_blocking_collective(const std::shared_ptr<CommState>& state, Collective
   if (request) Request(std::move(request)).wait();
 }
 
-CollectiveArgs make(Collective c, const void* send, void* recv, std::size_t count, DataType dtype,
-                    ReduceOp op = ReduceOp::Sum, int root = 0) {
-  CollectiveArgs a;
+Call make(Collective c, const void* send, void* recv, std::size_t count, DataType dtype,
+          ReduceOp op = ReduceOp::Sum, int root = 0) {
+  Call a;
   a.collective = c;
   a.send = send;
   a.recv = recv;
@@ -257,7 +259,7 @@ Request Communicator::iall_to_all_v(const void* send, std::span<const std::size_
                                     std::span<const std::size_t> send_displs, void* recv,
                                     std::span<const std::size_t> recv_counts,
                                     std::span<const std::size_t> recv_displs, DataType dtype) {
-  CollectiveArgs a = make(Collective::AllToAllV, send, recv, 0, dtype);
+  Call a = make(Collective::AllToAllV, send, recv, 0, dtype);
   a.send_counts = send_counts;
   a.send_displs = send_displs;
   a.recv_counts = recv_counts;

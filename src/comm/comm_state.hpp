@@ -8,6 +8,7 @@
 #include "core/collective.hpp"
 #include "core/env.hpp"
 #include "core/yielding_lock.hpp"
+#include "transport/arena/host_arena.hpp"
 #include "transport/transport.hpp"
 
 #include <atomic>
@@ -36,6 +37,10 @@ struct CommState {
   std::shared_ptr<StoreServer> server;  ///< set on the rank that hosts the store
   std::shared_ptr<Store> store;         ///< the job's store client, shared with sub-communicators
   std::unique_ptr<transport::Transport> transport;
+  /// The host arena (transport/mesh.hpp's Connection), handed to the algorithms that work in
+  /// it; null unless every rank shares this host. Declared after `transport`, which it
+  /// asks about liveness, so that it goes first.
+  std::unique_ptr<transport::HostArena> arena;
   std::shared_ptr<Executor> executor;
 
   // Issue-time counters (touched only by the issuing thread under issue_mutex). Held only

@@ -19,7 +19,8 @@ namespace detail {
 
 CommState::~CommState() {
   if (executor) executor->drain_and_stop();
-  transport.reset();  // unmaps the shared windows
+  arena.reset();  // unmaps the shared windows; it asks the transport about liveness
+  transport.reset();
   for (void* p : plain_shared) std::free(p);
 }
 
@@ -63,7 +64,9 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   options.secret = config.auth_token;
   options.advertise_host = config.socket_ifname;
   options.deadline = deadline_after(config.timeout);
-  state->transport = transport::connect_mesh(*scoped, rank, size, options);
+  transport::Connection connection = transport::connect_mesh(*scoped, rank, size, options);
+  state->transport = std::move(connection.transport);
+  state->arena = std::move(connection.arena);
   state->selection.machine.nranks = size;
   state->selection.machine.topology = state->transport->topology();
   state->selection.machine.local_shm = options.kind != transport::Kind::Tcp;

@@ -3,7 +3,6 @@
 #include "algorithms/widen.hpp"
 #include "core/log.hpp"
 #include "core/reduce.hpp"
-#include "transport/shm/host_arena.hpp"
 
 #include <bit>
 #include <cstddef>
@@ -16,7 +15,7 @@ namespace {
 /// Logs (collective, size bucket = bit_width(bytes), algorithm) at INFO the first time it
 /// occurs, with the candidates' modelled times (algorithms::explain_selection); `bytes` is the
 /// caller's (selection_bytes of the caller's arguments).
-void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
+void log_choice_once(CommState& comm, const algorithms::Call& args, algorithms::Needs provided,
                      const algorithms::Selection& choice, std::size_t bytes) {
   if (!log_enabled(LogLevel::Info)) return;
   const int bucket = static_cast<int>(std::bit_width(bytes));
@@ -27,95 +26,102 @@ void log_choice_once(CommState& comm, const algorithms::CollectiveArgs& args,
       std::string(to_string(args.collective)) + " of " + std::to_string(bytes) +
           " bytes (bucket < " + std::to_string(std::uint64_t{1} << bucket) + ") uses algorithm " +
           std::string(choice.algorithm->name) + chunk + " (" +
-          algorithms::explain_selection(args, comm.selection, comm.algorithm_overrides) + ")");
+          algorithms::explain_selection(args, provided, comm.selection, comm.algorithm_overrides) +
+          ")");
 }
 
-algorithms::Selection select(CommState& comm, const algorithms::CollectiveArgs& args) {
-  return comm.selection_cache.select(args, comm.selection, comm.algorithm_overrides);
+algorithms::Selection select(CommState& comm, const algorithms::Call& call,
+                             algorithms::Needs provided) {
+  return comm.selection_cache.select(call, provided, comm.selection, comm.algorithm_overrides);
 }
 
-/// Runs `args` (the caller's own copy: it sets the chunk size and ran_as in it) with `choice`;
-/// `caller_bytes` is what the log reports (the caller's message, also when `args` is widened).
-void run_choice(CommState& comm, algorithms::CollectiveArgs& args,
-                const algorithms::Selection& choice, std::size_t caller_bytes) {
-  args.chunk_bytes = choice.chunk_bytes;
+/// Runs `call` with `choice` in `context` (its chunk set here) and returns what ran;
+/// `caller_bytes` is what the log reports (the caller's message, also when `call` is widened).
+algorithms::Outcome run_choice(CommState& comm, const algorithms::Call& call,
+                               algorithms::Context context, const algorithms::Selection& choice,
+                               std::size_t caller_bytes) {
+  context.chunk_bytes = choice.chunk_bytes;
   // Only the running step writes last_algorithm (steps are serialised by the executor), so
   // it reads it without the lock and takes the lock only to change it or to log.
   if (comm.last_algorithm.data() != choice.algorithm->name.data() || log_enabled(LogLevel::Info)) {
     std::lock_guard lock(comm.error_mutex);
-    log_choice_once(comm, args, choice, caller_bytes);
+    log_choice_once(comm, call, context.provides(), choice, caller_bytes);
     comm.last_algorithm = choice.algorithm->name;
   }
   // The flight recorder's entry for this call names the algorithm (a registered one's name,
   // which lives as long as the registry); the one that ran instead, if another did.
   comm.executor->note_algorithm(&choice.algorithm->name);
-  std::string_view ran = choice.algorithm->name;  // a cma algorithm may run shm_direct instead
-  args.ran_as = &ran;
-  choice.algorithm->run(*comm.transport, args);
-  args.ran_as = nullptr;  // `ran` ends here
-  if (ran.data() == choice.algorithm->name.data()) return;
-  if (const algorithms::Algorithm* other = algorithms::find_algorithm(args.collective, ran)) {
-    comm.executor->note_algorithm(&other->name);
+  const algorithms::Outcome outcome = choice.algorithm->execute(call, context);
+  if (outcome.ran != choice.algorithm) {
+    comm.executor->note_algorithm(&outcome.ran->name);
+    std::lock_guard lock(comm.error_mutex);
+    comm.last_algorithm = outcome.ran->name;
   }
-  std::lock_guard lock(comm.error_mutex);
-  comm.last_algorithm = ran;
+  return outcome;
 }
 
-void run_selected(CommState& comm, algorithms::CollectiveArgs& args) {
-  run_choice(comm, args, select(comm, args), algorithms::selection_bytes(args));
+algorithms::Outcome run_selected(CommState& comm, const algorithms::Call& call,
+                                 const algorithms::Context& context) {
+  return run_choice(comm, call, context, select(comm, call, context.provides()),
+                    algorithms::selection_bytes(call));
 }
 
 /// A barrier that carries a roots digest: a Mismatch also names this rank's rooted calls.
-void run_barrier_after_rooted_calls(CommState& comm, algorithms::CollectiveArgs& args) {
+void run_barrier_after_rooted_calls(CommState& comm, const algorithms::Call& call,
+                                    const algorithms::Context& context) {
   try {
-    run_selected(comm, args);
+    run_selected(comm, call, context);
   } catch (const Error& error) {
     if (error.status() != Status::Mismatch) throw;
     throw Error(Status::Mismatch,
                 std::string(error.what()) +
                     "; ranks whose roots digests differ passed different roots to a rooted call "
                     "since the previous barrier; this rank's rooted calls: " +
-                    comm.roots_digest.calls_before(args.fingerprint.seq));
+                    comm.roots_digest.calls_before(call.fingerprint.seq));
   }
 }
 
 }  // namespace
 
-void run_collective(CommState& comm, algorithms::CollectiveArgs& args) {
-  if (args.started == Clock::time_point{}) args.started = Clock::now();
-  args.deadline = args.started + comm.config.timeout;
-  transport::shm::HostArena* arena = comm.transport->host_arena();
-  args.host_arena = arena != nullptr;
-  args.allow_cma = comm.config.cma;
-  args.shared_windows = arena && arena->windows().ever_used();
-  if (args.collective == Collective::Barrier && args.fingerprint.root != -1) {
-    return run_barrier_after_rooted_calls(comm, args);
+void run_collective(CommState& comm, algorithms::Call& call, Clock::time_point started) {
+  if (started == Clock::time_point{}) started = Clock::now();
+  algorithms::Context context{*comm.transport};
+  context.arena = comm.arena.get();
+  context.cross_memory = comm.config.cma;
+  context.started = started;
+  context.deadline = started + comm.config.timeout;
+  if (call.collective == Collective::Barrier && call.fingerprint.root != -1) {
+    return run_barrier_after_rooted_calls(comm, call, context);
   }
-  if (!has_reduce_op(args.collective)) return run_selected(comm, args);
-  const bool average = args.op == ReduceOp::Avg;
-  const DataType wide = accumulation_type(args.dtype, args.op);
-  if (average) args.op = ReduceOp::Sum;
-  bool folded = false;
-  if (average) args.average_folded = &folded;
-  const std::size_t caller_bytes = algorithms::selection_bytes(args);
-  const algorithms::Selection choice = select(comm, args);
-  // Half types reach an algorithm that accumulates them in fp32 itself as they are (it also
-  // divides an average); other calls whose accumulation type is wider, and integer averages,
-  // run on wide copies of the whole message (algorithms/widen.hpp). Either way each element
-  // is rounded once.
-  const bool halves = wide == DataType::Float32 && choice.algorithm->accumulates_halves;
-  if (wide != args.dtype && !halves && args.count > 0) {
-    algorithms::run_widened(
-        args, comm.rank, comm.size, wide, average,
-        [&](algorithms::CollectiveArgs& w) { run_choice(comm, w, select(comm, w), caller_bytes); });
+  if (!has_reduce_op(call.collective)) {
+    run_selected(comm, call, context);
     return;
   }
-  run_choice(comm, args, choice, caller_bytes);
-  // An algorithm that accumulates halves divides an average before it rounds (one rank: the
-  // sum is the input; nothing to divide).
-  if (average && !folded && wide == args.dtype && args.count > 0 &&
-      algorithms::receives_result(args, comm.rank)) {
-    finalize_average(args.recv, args.count, args.dtype, comm.size);
+  const bool average = call.op == ReduceOp::Avg;
+  const DataType wide = accumulation_type(call.dtype, call.op);
+  if (average) {
+    call.op = ReduceOp::Sum;
+    call.average = true;
+  }
+  const std::size_t caller_bytes = algorithms::selection_bytes(call);
+  const algorithms::Needs provided = context.provides();
+  const algorithms::Selection choice = select(comm, call, provided);
+  // Half types reach an algorithm that accumulates them in fp32 itself as they are (it also
+  // divides their average); other calls whose accumulation type is wider, and integer
+  // averages, run on wide copies of the whole message (algorithms/widen.hpp). Either way each
+  // element is rounded once.
+  const bool halves =
+      wide == DataType::Float32 && choice.algorithm->folding != algorithms::Folding::None;
+  if (wide != call.dtype && !halves && call.count > 0) {
+    algorithms::run_widened(call, comm.rank, comm.size, wide, average, [&](algorithms::Call& w) {
+      run_choice(comm, w, context, select(comm, w, provided), caller_bytes);
+    });
+    return;
+  }
+  const algorithms::Outcome outcome = run_choice(comm, call, context, choice, caller_bytes);
+  if (average && !outcome.averaged && call.count > 0 &&
+      algorithms::receives_result(call, comm.rank)) {
+    finalize_average(call.recv, call.count, call.dtype, comm.size);
   }
 }
 

@@ -1,4 +1,4 @@
-// Communicator::alloc_shared / free_shared: host-shared windows (transport/shm/windows.hpp).
+// Communicator::alloc_shared / free_shared: host-shared windows (transport/arena/windows.hpp).
 //
 // With a host arena (every rank on this host, shared memory allowed), one segment holds
 // every rank's part: the ranks agree on the largest request (an all-reduce), rank 0
@@ -9,7 +9,7 @@
 // rank communicates.
 #include "bootstrap/auth.hpp"
 #include "comm/comm_state.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <chorus/communicator.hpp>
 #include <chorus/error.hpp>
@@ -45,7 +45,7 @@ void* alloc_plain(detail::CommState& s, std::size_t bytes) {
 void* Communicator::alloc_shared(std::size_t bytes) {
   if (!state_) throw Error(Status::InvalidUsage, "empty communicator handle");
   detail::CommState& s = *state_;
-  transport::shm::HostArena* arena = s.transport->host_arena();
+  transport::HostArena* arena = s.arena.get();
   try {
     require_argument(bytes <= std::numeric_limits<std::size_t>::max() / 2,
                      "alloc_shared: " + std::to_string(bytes) + " bytes is too large");
@@ -61,12 +61,12 @@ void* Communicator::alloc_shared(std::size_t bytes) {
     }
     // Rank 0 creates the segment; an empty name tells the others it could not.
     std::array<char, kNameBytes> name{};
-    std::shared_ptr<transport::shm::Segment> segment;
+    std::shared_ptr<transport::Segment> segment;
     std::string failure;
     if (s.rank == 0) {
       const std::string made = "/chorus-w-" + auth::random_hex(16);
       try {
-        segment = transport::shm::Segment::create(made, stride * static_cast<std::size_t>(s.size));
+        segment = transport::Segment::create(made, stride * static_cast<std::size_t>(s.size));
         std::memcpy(name.data(), made.data(), made.size());
       } catch (const Error& e) {
         failure = e.what();
@@ -81,8 +81,7 @@ void* Communicator::alloc_shared(std::size_t bytes) {
     }
     if (s.rank != 0 && bytes > 0) {
       try {
-        segment =
-            transport::shm::Segment::open(shared_name, stride * static_cast<std::size_t>(s.size));
+        segment = transport::Segment::open(shared_name, stride * static_cast<std::size_t>(s.size));
       } catch (const Error& e) {
         failure = e.what();
       }
@@ -110,8 +109,7 @@ void Communicator::free_shared(void* ptr) {
   if (!state_) throw Error(Status::InvalidUsage, "empty communicator handle");
   if (!ptr) return;
   detail::CommState& s = *state_;
-  if (transport::shm::HostArena* arena = s.transport->host_arena();
-      arena && arena->windows().remove(ptr, s.rank)) {
+  if (transport::HostArena* arena = s.arena.get(); arena && arena->windows().remove(ptr, s.rank)) {
     return;
   }
   {

@@ -53,7 +53,7 @@ void check_root(Collective c, int root, int size) {
 
 /// What a rank sends itself must be what it receives from itself: only this rank can check
 /// it, so it is checked here, before the call is numbered and queued.
-void check_self_block(const algorithms::CollectiveArgs& a, int rank) {
+void check_self_block(const algorithms::Call& a, int rank) {
   const auto r = static_cast<std::size_t>(rank);
   if (a.send_counts[r] == a.recv_counts[r]) return;
   throw Error(Status::InvalidArgument, "alltoallv: rank " + std::to_string(rank) + " sends " +
@@ -62,7 +62,7 @@ void check_self_block(const algorithms::CollectiveArgs& a, int rank) {
                                            std::to_string(a.recv_counts[r]));
 }
 
-void check_all_to_all_v(const algorithms::CollectiveArgs& a, int rank, int size) {
+void check_all_to_all_v(const algorithms::Call& a, int rank, int size) {
   auto n = static_cast<std::size_t>(size);
   if (a.send_counts.size() != n || a.send_displs.size() != n || a.recv_counts.size() != n ||
       a.recv_displs.size() != n || a.send_counts.data() == nullptr ||
@@ -87,7 +87,7 @@ void check_all_to_all_v(const algorithms::CollectiveArgs& a, int rank, int size)
   check_self_block(a, rank);
 }
 
-void check_buffers(const algorithms::CollectiveArgs& a, int rank, int size) {
+void check_buffers(const algorithms::Call& a, int rank, int size) {
   auto n = static_cast<std::size_t>(size);
   const bool is_root = rank == a.root;
   const std::size_t element_bytes = dtype_size(a.dtype);
@@ -125,7 +125,7 @@ void check_buffers(const algorithms::CollectiveArgs& a, int rank, int size) {
 
 }  // namespace
 
-void validate_collective(const algorithms::CollectiveArgs& args, int rank, int size) {
+void validate_collective(const algorithms::Call& args, int rank, int size) {
   const Collective c = args.collective;
   if (c != Collective::Barrier && !is_valid(args.dtype)) {
     throw Error(Status::InvalidArgument, name_of(c) + ": unknown dtype value " +

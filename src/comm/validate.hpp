@@ -10,7 +10,7 @@ namespace chorus::detail {
 /// range, a NULL buffer the call needs, counts whose byte size overflows, or
 /// all-to-all-v count/displacement arrays that are missing or overflow, or whose count
 /// this rank sends itself differs from the count it receives from itself.
-void validate_collective(const algorithms::CollectiveArgs& args, int rank, int size);
+void validate_collective(const algorithms::Call& args, int rank, int size);
 
 /// The same for send/recv: `peer` must be another rank of the communicator.
 void validate_point_to_point(Collective kind, const void* buf, std::size_t count, DataType dtype,

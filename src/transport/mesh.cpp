@@ -4,10 +4,10 @@
 
 #include "bootstrap/interfaces.hpp"
 #include "bootstrap/launch_env.hpp"
+#include "transport/arena/host_arena.hpp"
 #include "transport/mesh_internal.hpp"
 #include "transport/progress_engine.hpp"
 #include "transport/rank_info.hpp"
-#include "transport/shm/host_arena.hpp"
 #include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/tcp_link.hpp"
 #include "transport/tcp/tcp_rendezvous.hpp"
@@ -84,15 +84,15 @@ Kind parse_kind(const std::string& text) {
               "CHORUS_TRANSPORT is \"" + text + "\"; expected auto, tcp or shm");
 }
 
-std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
-                                           const MeshOptions& options,
-                                           const LocalIdentity& identity) {
+Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& options,
+                           const LocalIdentity& identity) {
   require_argument(size >= 1 && rank >= 0 && rank < size, "rank " + std::to_string(rank) +
                                                               " is not in a communicator of " +
                                                               std::to_string(size) + " ranks");
   if (size == 1) {
-    return std::make_unique<ProgressEngine>(rank, 1, Topology{{0}, 1},
-                                            std::vector<std::unique_ptr<Link>>(), Doorbell());
+    return {std::make_unique<ProgressEngine>(rank, 1, Topology{{0}, 1},
+                                             std::vector<std::unique_ptr<Link>>(), Doorbell()),
+            nullptr};
   }
 
   RankInfo mine{identity.host, identity.pid, "", 0, random_token()};
@@ -108,13 +108,13 @@ std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
   if (options.kind == Kind::Shm) require_one_host(topology);
 
   shm::ShmMesh shm;
-  std::unique_ptr<shm::HostArena> arena;
+  std::unique_ptr<HostArena> arena;
   std::vector<int> host_ranks = shm_ranks(options.kind, topology, rank);
   if (!host_ranks.empty()) {
     shm = shm::connect_shm_mesh(store, rank, host_ranks, infos, options.deadline);
   }
   if (static_cast<int>(host_ranks.size()) == size) {  // one host: the shm_direct collectives
-    arena = shm::HostArena::connect(store, rank, size, infos[0].token, options.deadline);
+    arena = HostArena::connect(store, rank, size, infos[0].token, options.deadline);
   }
   shm.links.resize(size);
   tcp::TcpMeshPlan plan = tcp_plan(rank, infos, shm.links, topology, options);
@@ -123,12 +123,13 @@ std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
   for (int p = 0; p < size; ++p) {
     if (sockets[p].valid()) links[p] = std::make_unique<tcp::TcpLink>(p, std::move(sockets[p]));
   }
-  return std::make_unique<ProgressEngine>(rank, size, std::move(topology), std::move(links),
-                                          shm.doorbell, std::move(arena));
+  auto engine = std::make_unique<ProgressEngine>(rank, size, std::move(topology), std::move(links),
+                                                 shm.doorbell);
+  if (arena) arena->set_liveness(engine.get());
+  return {std::move(engine), std::move(arena)};
 }
 
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size,
-                                        const MeshOptions& options) {
+Connection connect_mesh(Store& store, int rank, int size, const MeshOptions& options) {
   return connect_mesh_as(store, rank, size, options,
                          LocalIdentity{host_identity(), static_cast<std::int64_t>(::getpid())});
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "bootstrap/store.hpp"
+#include "transport/arena/host_arena.hpp"
 #include "transport/transport.hpp"
 
 #include <memory>
@@ -22,11 +23,18 @@ struct MeshOptions {
   Deadline deadline;           ///< for the whole rendezvous
 };
 
+/// A communicator's connections: the transport, and the host arena when every rank shares
+/// this host and shared memory is allowed (null otherwise). The arena's waits ask the
+/// transport's Liveness, so the arena goes first (member order destroys it first).
+struct Connection {
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<HostArena> arena;
+};
+
 /// Collective over the ranks of one communicator: every rank calls it with the
 /// same `store` namespace (keys are private to this communicator), its own rank
 /// and the same size. Exchanges host identity, pid and addresses through the
 /// store, connects every pair, and returns when all links are up.
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size,
-                                        const MeshOptions& options);
+Connection connect_mesh(Store& store, int rank, int size, const MeshOptions& options);
 
 }  // namespace chorus::transport

@@ -14,8 +14,7 @@ struct LocalIdentity {
   std::int64_t pid = 0;  ///< getpid() in production
 };
 
-std::unique_ptr<Transport> connect_mesh_as(Store& store, int rank, int size,
-                                           const MeshOptions& options,
-                                           const LocalIdentity& identity);
+Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& options,
+                           const LocalIdentity& identity);
 
 }  // namespace chorus::transport

@@ -26,17 +26,11 @@ constexpr auto kAbortBudget = 250ms;    ///< time spent telling peers about a fa
 }  // namespace
 
 ProgressEngine::ProgressEngine(int rank, int size, Topology topology,
-                               std::vector<std::unique_ptr<Link>> links, Doorbell doorbell,
-                               std::unique_ptr<shm::HostArena> arena)
+                               std::vector<std::unique_ptr<Link>> links, Doorbell doorbell)
     : rank_(rank), size_(size), topology_(std::move(topology)), doorbell_(doorbell) {
   int ranks_on_host = 0;
   for (int r = 0; r < size; ++r) ranks_on_host += topology_.same_host(rank, r) ? 1 : 0;
   wait_policy_ = WaitPolicy::for_host(ranks_on_host);
-  arena_ = std::move(arena);
-  if (arena_) {
-    arena_->set_watcher(this);
-    arena_->set_wait_policy(wait_policy_);
-  }
   peers_.resize(size);
   sightings_.resize(size);
   for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {

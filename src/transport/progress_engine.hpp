@@ -20,8 +20,8 @@
 
 #include "transport/doorbell.hpp"
 #include "transport/link.hpp"
+#include "transport/liveness.hpp"
 #include "transport/peer_channel.hpp"
-#include "transport/shm/host_arena.hpp"
 #include "transport/stall_probe.hpp"
 #include "transport/transport.hpp"
 
@@ -33,13 +33,13 @@
 
 namespace chorus::transport {
 
-class ProgressEngine final : public Transport, private shm::ArenaWatcher {
+class ProgressEngine final : public Transport, public Liveness {
  public:
   /// `links[p]` is the link to rank p (null for rank itself). `doorbell` is this
   /// rank's shared-memory doorbell, invalid when no link is shared memory; it
   /// must stay mapped as long as the links live (the shm links keep it mapped).
   ProgressEngine(int rank, int size, Topology topology, std::vector<std::unique_ptr<Link>> links,
-                 Doorbell doorbell, std::unique_ptr<shm::HostArena> arena = nullptr);
+                 Doorbell doorbell);
   ~ProgressEngine() override;
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
@@ -60,16 +60,16 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   bool wait_until(std::span<const RequestId> ids, Deadline until) override;
   void interrupt() noexcept override;
   void abort(Status status, const std::string& reason) override;
-  shm::HostArena* host_arena() override { return arena_.get(); }
 
- private:
-  // shm::ArenaWatcher: liveness, aborts and probes while an arena collective waits.
+  // Liveness: aborts, dead peers and probes while a collective waits in the host arena.
   void arena_check(const Fingerprint& call, bool send_probe) override;
   void arena_throw_if_broken() override { throw_if_broken(); }
   std::optional<Error> arena_lost(int r) override;
   [[noreturn]] void arena_fail(const Error& error) override;
   std::vector<std::optional<Fingerprint>> arena_sightings() override;
+  WaitPolicy wait_policy() const override { return wait_policy_; }
 
+ private:
   void check_post(int peer, const void* data, std::size_t bytes) const;
   void check_ids(std::span<const RequestId> ids) const;
   /// Breaks the transport with `error` (unless already broken), tells the peers, throws.
@@ -132,9 +132,8 @@ class ProgressEngine final : public Transport, private shm::ArenaWatcher {
   std::mutex progress_mutex_;  ///< held by post/wait, and by abort() while it sends ABORT frames
   mutable std::mutex failure_mutex_;
   std::atomic<bool> broken_{false};
-  std::optional<Error> failure_;           ///< guarded by failure_mutex_
-  WaitPolicy wait_policy_;                 ///< polling, yielding, sleeping (chosen for this host)
-  std::unique_ptr<shm::HostArena> arena_;  ///< null unless every rank shares this host
+  std::optional<Error> failure_;  ///< guarded by failure_mutex_
+  WaitPolicy wait_policy_;        ///< polling, yielding, sleeping (chosen for this host)
 };
 
 }  // namespace chorus::transport

@@ -44,10 +44,6 @@
 
 namespace chorus::transport {
 
-namespace shm {
-class HostArena;
-}
-
 using RequestId = std::uint64_t;
 
 /// Fingerprint::reserved flag of a point-to-point receive: match a message of any sequence
@@ -104,10 +100,6 @@ class Transport {
   /// peers best-effort so that their pending calls fail fast too. Thread-safe,
   /// idempotent (the first reason wins).
   virtual void abort(Status status, const std::string& reason) = 0;
-
-  /// The shared segment of a communicator whose ranks all share one host (shm allowed), in
-  /// which the shm_direct collectives work; nullptr otherwise. Owned by the transport.
-  virtual shm::HostArena* host_arena() { return nullptr; }
 };
 
 }  // namespace chorus::transport

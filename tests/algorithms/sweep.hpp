@@ -42,16 +42,22 @@ inline constexpr std::size_t kSweepCounts[] = {0, 1, 7, 1025};
 ///    rotating through all 10 x 4;
 ///  - types: every algorithm x every dtype x every op (reducing collectives),
 ///    count 1031, root n - 1, in place on alternate cases.
-/// Cases an algorithm declines (accepts()) are left out.
-std::vector<SweepCase> sweep_cases(int nranks);
+/// Cases an algorithm declines (algorithm_accepts, with what the context provides) are left
+/// out.
+std::vector<SweepCase> sweep_cases(int nranks, algorithms::Needs provided);
+
+/// What the sweep's contexts provide: a host arena per rank (MemoryFabric::attach_arenas)
+/// and cross-memory reads (threads as ranks read each other directly).
+inline constexpr algorithms::Needs kSweepProvides =
+    algorithms::kNeedsArena | algorithms::kNeedsCrossMemory;
 
 /// Whether the collective carries a reduce op / a root.
 bool is_reducing(Collective collective);
 bool is_rooted(Collective collective);
 
-/// Runs `c` as rank `transport.rank()` and checks the result. Returns a
-/// description of each wrong element (at most a few); throws what the
+/// Runs `c` as rank `context.rank()` in `context` (its deadline is set here) and checks the
+/// result. Returns a description of each wrong element (at most a few); throws what the
 /// algorithm throws.
-std::vector<std::string> run_sweep_case(transport::Transport& transport, const SweepCase& c);
+std::vector<std::string> run_sweep_case(const algorithms::Context& context, const SweepCase& c);
 
 }  // namespace chorus::testing

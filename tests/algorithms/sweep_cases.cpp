@@ -13,14 +13,14 @@ constexpr std::size_t kFullProductCount = 7;
 
 // Appends `c` unless its algorithm declines it. accepts() may only look at
 // what every rank shares, so the representative arguments here decide for all.
-void add_if_accepted(std::vector<SweepCase>& cases, SweepCase c) {
-  algorithms::CollectiveArgs args;
+void add_if_accepted(std::vector<SweepCase>& cases, SweepCase c, algorithms::Needs provided) {
+  algorithms::Call args;
   args.collective = c.algorithm->collective;
   args.count = c.count;
   args.dtype = c.dtype;
   args.op = c.op;
   args.root = c.root;
-  if (!algorithms::algorithm_accepts(*c.algorithm, args, c.nranks)) return;
+  if (!algorithms::algorithm_accepts(*c.algorithm, args, c.nranks, provided)) return;
   c.seq = cases.size() + 1;
   cases.push_back(c);
 }
@@ -43,7 +43,7 @@ std::vector<std::pair<DataType, ReduceOp>> type_choices(std::size_t count, int o
 }
 
 void add_structure_cases(std::vector<SweepCase>& cases, const algorithms::Algorithm& algorithm,
-                         int nranks) {
+                         int nranks, algorithms::Needs provided) {
   const Collective collective = algorithm.collective;
   const int roots = is_rooted(collective) ? nranks : 1;
   const int ops = is_reducing(collective) ? 4 : 1;
@@ -53,7 +53,7 @@ void add_structure_cases(std::vector<SweepCase>& cases, const algorithms::Algori
       for (int root = 0; root < roots; ++root) {
         for (auto [dtype, op] : type_choices(count, ops, rotation)) {
           SweepCase c{&algorithm, nranks, count, dtype, op, root, in_place};
-          add_if_accepted(cases, c);
+          add_if_accepted(cases, c, provided);
         }
       }
     }
@@ -61,7 +61,7 @@ void add_structure_cases(std::vector<SweepCase>& cases, const algorithms::Algori
 }
 
 void add_type_cases(std::vector<SweepCase>& cases, const algorithms::Algorithm& algorithm,
-                    int nranks) {
+                    int nranks, algorithms::Needs provided) {
   const int ops = is_reducing(algorithm.collective) ? 4 : 1;
   for (int dtype = 0; dtype < kNumDataTypes; ++dtype) {
     for (int op = 0; op < ops; ++op) {
@@ -70,7 +70,7 @@ void add_type_cases(std::vector<SweepCase>& cases, const algorithms::Algorithm& 
       c.op = kOps[op];
       c.root = is_rooted(algorithm.collective) ? nranks - 1 : 0;
       c.in_place = (dtype + op) % 2 == 1;
-      add_if_accepted(cases, c);
+      add_if_accepted(cases, c, provided);
     }
   }
 }
@@ -98,13 +98,13 @@ std::string describe(const SweepCase& c) {
          ")";
 }
 
-std::vector<SweepCase> sweep_cases(int nranks) {
+std::vector<SweepCase> sweep_cases(int nranks, algorithms::Needs provided) {
   std::vector<SweepCase> cases;
-  for (const algorithms::Algorithm& algorithm : algorithms::all_algorithms()) {
-    add_structure_cases(cases, algorithm, nranks);
+  for (const algorithms::Algorithm* algorithm : algorithms::all_algorithms()) {
+    add_structure_cases(cases, *algorithm, nranks, provided);
   }
-  for (const algorithms::Algorithm& algorithm : algorithms::all_algorithms()) {
-    add_type_cases(cases, algorithm, nranks);
+  for (const algorithms::Algorithm* algorithm : algorithms::all_algorithms()) {
+    add_type_cases(cases, *algorithm, nranks, provided);
   }
   return cases;
 }

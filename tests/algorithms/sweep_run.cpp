@@ -72,7 +72,7 @@ bool effectively_in_place(const SweepCase& c, int rank) {
 class RankBuffers {
  public:
   RankBuffers(const SweepCase& c, int rank);
-  void fill_args(algorithms::CollectiveArgs& args) const;
+  void fill_args(algorithms::Call& args) const;
   std::vector<std::string> check(const SweepCase& c, int rank) const;
 
  private:
@@ -118,7 +118,7 @@ RankBuffers::RankBuffers(const SweepCase& c, int rank)
   }
 }
 
-void RankBuffers::fill_args(algorithms::CollectiveArgs& args) const {
+void RankBuffers::fill_args(algorithms::Call& args) const {
   args.send = send_;
   args.recv = recv_;
   args.send_counts = send_counts_;
@@ -147,8 +147,8 @@ std::vector<std::string> RankBuffers::check(const SweepCase& c, int rank) const 
   return wrong;
 }
 
-algorithms::CollectiveArgs make_args(const SweepCase& c) {
-  algorithms::CollectiveArgs args;
+algorithms::Call make_args(const SweepCase& c) {
+  algorithms::Call args;
   const Collective collective = c.algorithm->collective;
   args.collective = collective;
   args.count = collective == Collective::AllToAllV ? 0 : c.count;
@@ -161,18 +161,19 @@ algorithms::CollectiveArgs make_args(const SweepCase& c) {
   args.fingerprint.collective = collective;
   args.fingerprint.dtype = static_cast<std::uint8_t>(c.dtype);
   args.fingerprint.op = is_reducing(collective) ? static_cast<std::uint8_t>(c.op) : 0;
-  args.deadline = Clock::now() + kCaseTimeout;
   return args;
 }
 
 }  // namespace
 
-std::vector<std::string> run_sweep_case(transport::Transport& transport, const SweepCase& c) {
-  const int rank = transport.rank();
+std::vector<std::string> run_sweep_case(const algorithms::Context& context, const SweepCase& c) {
+  const int rank = context.rank();
   RankBuffers buffers(c, rank);
-  algorithms::CollectiveArgs args = make_args(c);
+  algorithms::Call args = make_args(c);
   buffers.fill_args(args);
-  c.algorithm->run(transport, args);
+  algorithms::Context timed = context;
+  timed.deadline = Clock::now() + kCaseTimeout;
+  c.algorithm->run(args, timed);
   return buffers.check(c, rank);
 }
 

@@ -29,16 +29,23 @@ constexpr Collective kWithArena[] = {
     Collective::AllGather, Collective::ReduceScatter, Collective::Gather,
     Collective::Scatter,   Collective::AllToAll,      Collective::Barrier};
 
-CollectiveArgs call(Collective collective, std::size_t bytes) {
-  CollectiveArgs args;
+Call call(Collective collective, std::size_t bytes) {
+  Call args;
   args.collective = collective;
   args.count = collective == Collective::Barrier ? 0 : bytes;
   args.dtype = DataType::Uint8;
   return args;
 }
 
-std::string chosen(const CollectiveArgs& args, const SelectionContext& context) {
-  return std::string(default_selection(args, context).algorithm->name);
+std::string chosen(const Call& args, const SelectionContext& context,
+                   Needs provided = kNeedsNothing) {
+  return std::string(default_selection(args, provided, context).algorithm->name);
+}
+
+/// The row's modelled seconds for `bytes` of uint8 on the context's machine.
+double cost_of(const Algorithm& algorithm, std::size_t bytes, const SelectionContext& context) {
+  return algorithm.cost(CostInput{algorithm.collective, bytes, DataType::Uint8, ReduceOp::Sum,
+                                  context.machine, context.parameters});
 }
 
 SelectionContext hosts_of(int hosts, int per_host) {
@@ -80,11 +87,9 @@ TEST(CostModel, ShmDirectWinsWheneverAccepted) {
   for (int n = 2; n <= 8; ++n) {
     for (Collective collective : kWithArena) {
       for (std::size_t bytes = 1; bytes <= (std::size_t{64} << 20); bytes *= 16) {
-        CollectiveArgs args = call(collective, bytes);
-        args.host_arena = true;
-        EXPECT_EQ(chosen(args, single_host_context(n)), "shm_direct")
+        Call args = call(collective, bytes);
+        EXPECT_EQ(chosen(args, single_host_context(n), kNeedsArena), "shm_direct")
             << to_string(collective) << " " << bytes << " bytes on " << n;
-        args.host_arena = false;
         EXPECT_NE(chosen(args, single_host_context(n)), "shm_direct");
       }
     }
@@ -127,26 +132,24 @@ TEST(CostModel, TcpEverywhereCostsMoreThanShmRings) {
   auto tcp = shm;
   tcp.machine.local_shm = false;
   for (std::size_t bytes : {8u, 65536u, 1u << 24}) {
-    EXPECT_LT(modelled_cost("ring", Collective::AllReduce, bytes, shm.machine, shm.parameters),
-              modelled_cost("ring", Collective::AllReduce, bytes, tcp.machine, tcp.parameters));
+    EXPECT_LT(cost_of(rows::allreduce_ring, bytes, shm), cost_of(rows::allreduce_ring, bytes, tcp));
   }
-  EXPECT_TRUE(
-      std::isinf(modelled_cost("no_such", Collective::AllReduce, 8, shm.machine, shm.parameters)));
 }
 
 TEST(CostModel, PipelineChunkGrowsWithTheMessage) {
   auto context = single_host_context(4);
-  auto small = modelled_chunk_bytes("ring", Collective::Broadcast, 1 << 16, context.machine,
-                                    context.parameters);
-  auto large = modelled_chunk_bytes("ring", Collective::Broadcast, 1 << 26, context.machine,
-                                    context.parameters);
+  auto chunk = [&](std::size_t bytes) {
+    return rows::broadcast_ring.chunk(CostInput{Collective::Broadcast, bytes, DataType::Uint8,
+                                                ReduceOp::Sum, context.machine,
+                                                context.parameters});
+  };
+  const std::size_t small = chunk(1 << 16);
+  const std::size_t large = chunk(1 << 26);
   EXPECT_GE(small, 4096u);
   EXPECT_GT(large, small);
-  EXPECT_EQ(modelled_chunk_bytes("binomial", Collective::Broadcast, 1 << 26, context.machine,
-                                 context.parameters),
-            0u);
-  CollectiveArgs args = call(Collective::Broadcast, 1 << 26);
-  auto choice = select(args, context, parse_algorithm_override("broadcast=ring"));
+  EXPECT_EQ(rows::broadcast_binomial.chunk, nullptr);
+  Call args = call(Collective::Broadcast, 1 << 26);
+  auto choice = select(args, kNeedsNothing, context, parse_algorithm_override("broadcast=ring"));
   EXPECT_EQ(choice.chunk_bytes, large);
 }
 
@@ -250,18 +253,18 @@ TEST(TuningFile, LoadingLogsWhatTheFileSetOnce) {
 // first, so the model's choice leads) and the algorithms that declined.
 TEST(Explanation, NamesTheCandidatesWithTheirModelledTimes) {
   SelectionContext context = single_host_context(6);
-  CollectiveArgs tiny = call(Collective::AllReduce, 8);
-  const std::string text = explain_selection(tiny, context, {});
+  Call tiny = call(Collective::AllReduce, 8);
+  const std::string text = explain_selection(tiny, kNeedsNothing, context, {});
   std::vector<Selection> accepted;
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective != Collective::AllReduce) continue;
-    if (algorithm_accepts(algorithm, tiny, 6)) {
-      accepted.push_back(evaluate(algorithm, tiny, context));
+  for (const Algorithm* algorithm : all_algorithms()) {
+    if (algorithm->collective != Collective::AllReduce) continue;
+    if (algorithm_accepts(*algorithm, tiny, 6, kNeedsNothing)) {
+      accepted.push_back(evaluate(*algorithm, tiny, context));
       continue;
     }
     const std::size_t declined = text.find("; declined by ");
     ASSERT_NE(declined, std::string::npos) << text;
-    EXPECT_NE(text.find(std::string(algorithm.name), declined), std::string::npos) << text;
+    EXPECT_NE(text.find(std::string(algorithm->name), declined), std::string::npos) << text;
   }
   std::stable_sort(accepted.begin(), accepted.end(), [](const Selection& a, const Selection& b) {
     return a.modelled_seconds < b.modelled_seconds;
@@ -285,7 +288,8 @@ TEST(Explanation, NamesTheCandidatesWithTheirModelledTimes) {
     at = found == std::string::npos ? at : found;
   }
   EXPECT_EQ(text.rfind("modelled: " + chosen(tiny, context) + " ", 0), 0u) << text;
-  const std::string forced = explain_selection(tiny, context, parse_algorithm_override("ring"));
+  const std::string forced =
+      explain_selection(tiny, kNeedsNothing, context, parse_algorithm_override("ring"));
   EXPECT_EQ(forced, "CHORUS_ALGO asks for ring; " + text);
 }
 
@@ -299,20 +303,20 @@ TEST(TuningFile, ChangesTheChoice) {
 
 TEST(OverridePrecedence, NamedAlgorithmBeatsTheModelUnlessItDeclines) {
   SelectionContext context = single_host_context(6);
-  CollectiveArgs tiny = call(Collective::AllReduce, 8);
-  EXPECT_EQ(select(tiny, context, parse_algorithm_override("ring")).algorithm->name, "ring");
-  EXPECT_EQ(select(tiny, context, parse_algorithm_override("allreduce=hierarchical,ring"))
-                .algorithm->name,
-            "hierarchical");
-  CollectiveArgs gather = call(Collective::AllGather, 8);
+  Call tiny = call(Collective::AllReduce, 8);
+  auto selected = [&](const Call& args, Needs provided, std::string_view spec) {
+    return std::string(
+        select(args, provided, context, parse_algorithm_override(spec)).algorithm->name);
+  };
+  EXPECT_EQ(selected(tiny, kNeedsNothing, "ring"), "ring");
+  EXPECT_EQ(selected(tiny, kNeedsNothing, "allreduce=hierarchical,ring"), "hierarchical");
+  Call gather = call(Collective::AllGather, 8);
   // recursive_doubling declines 6 ranks: the model's choice stands.
-  EXPECT_EQ(select(gather, context, parse_algorithm_override("allgather=recursive_doubling"))
-                .algorithm->name,
+  EXPECT_EQ(selected(gather, kNeedsNothing, "allgather=recursive_doubling"),
             chosen(gather, context));
-  CollectiveArgs arena = call(Collective::AllReduce, 1 << 20);
-  arena.host_arena = true;
-  EXPECT_EQ(select(arena, context, parse_algorithm_override("allreduce=ring")).algorithm->name,
-            "ring");
+  // shm_direct needs an arena: asked for without one, the model's choice stands.
+  EXPECT_EQ(selected(tiny, kNeedsNothing, "allreduce=shm_direct"), chosen(tiny, context));
+  EXPECT_EQ(selected(call(Collective::AllReduce, 1 << 20), kNeedsArena, "allreduce=ring"), "ring");
 }
 
 }  // namespace

@@ -78,7 +78,7 @@ TEST_P(MultiHostSweep, AllReduceAlgorithmsMatchTheReference) {
   const std::vector<int>& layout = kLayouts[GetParam()];
   const int n = static_cast<int>(layout.size());
   std::vector<SweepCase> cases;
-  for (const SweepCase& c : sweep_cases(n)) {
+  for (const SweepCase& c : sweep_cases(n, algorithms::kNeedsNothing)) {
     if (c.algorithm->collective == Collective::AllReduce) cases.push_back(c);
   }
   ASSERT_FALSE(cases.empty());
@@ -89,8 +89,8 @@ TEST_P(MultiHostSweep, AllReduceAlgorithmsMatchTheReference) {
   auto failures = run_ranks(fabric, [&](transport::Transport& transport, int rank) {
     CrossHostCounter counted(transport, violations);
     for (const SweepCase& c : cases) {
-      bool hierarchical = c.algorithm->name == "hierarchical";
-      auto problems = run_sweep_case(hierarchical ? counted : transport, c);
+      const bool hierarchical = c.algorithm == &algorithms::rows::allreduce_hierarchical;
+      auto problems = run_sweep_case(algorithms::Context{hierarchical ? counted : transport}, c);
       std::lock_guard lock(mutex);
       for (const auto& problem : problems) {
         wrong.push_back(describe(c) + " rank " + std::to_string(rank) + ": " + problem);
@@ -110,12 +110,11 @@ TEST(MultiHostSweepCounter, FlatRingCrossesHostsFromNonLeaders) {
   std::vector<int> layout = {0, 0, 1, 1};
   MemoryFabric fabric(layout);
   std::atomic<int> violations{0};
-  const algorithms::Algorithm* ring = algorithms::find_algorithm(Collective::AllReduce, "ring");
-  ASSERT_NE(ring, nullptr);
+  const algorithms::Algorithm* ring = &algorithms::rows::allreduce_ring;
   auto failures = run_ranks(fabric, [&](transport::Transport& transport, int) {
     CrossHostCounter counted(transport, violations);
     SweepCase c{ring, 4, 1025};
-    EXPECT_TRUE(run_sweep_case(counted, c).empty());
+    EXPECT_TRUE(run_sweep_case(algorithms::Context{counted}, c).empty());
   });
   EXPECT_TRUE(failures.empty());
   EXPECT_GT(violations.load(), 0);

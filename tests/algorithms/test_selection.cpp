@@ -13,8 +13,8 @@
 namespace chorus::algorithms {
 namespace {
 
-CollectiveArgs call(Collective collective, std::size_t count, DataType dtype = DataType::Float32) {
-  CollectiveArgs args;
+Call call(Collective collective, std::size_t count, DataType dtype = DataType::Float32) {
+  Call args;
   args.collective = collective;
   args.count = count;
   args.dtype = dtype;
@@ -23,7 +23,7 @@ CollectiveArgs call(Collective collective, std::size_t count, DataType dtype = D
 
 std::string chosen(Collective collective, std::size_t count, int nranks,
                    std::string_view spec = "") {
-  return std::string(select_algorithm(call(collective, count), nranks, spec).name);
+  return std::string(select_algorithm(call(collective, count), nranks, kNeedsNothing, spec).name);
 }
 
 Status status_of(std::string_view spec) {
@@ -38,12 +38,13 @@ Status status_of(std::string_view spec) {
 TEST(AlgorithmRegistry, NamesAreUniquePerCollectiveAndEveryCollectiveHasOne) {
   std::set<std::pair<Collective, std::string_view>> names;
   std::set<Collective> covered;
-  for (const Algorithm& algorithm : all_algorithms()) {
-    EXPECT_TRUE(names.insert({algorithm.collective, algorithm.name}).second) << algorithm.name;
-    EXPECT_FALSE(algorithm.description.empty()) << algorithm.name;
-    EXPECT_NE(algorithm.run, nullptr);
-    EXPECT_EQ(find_algorithm(algorithm.collective, algorithm.name), &algorithm);
-    covered.insert(algorithm.collective);
+  for (const Algorithm* algorithm : all_algorithms()) {
+    EXPECT_TRUE(names.insert({algorithm->collective, algorithm->name}).second) << algorithm->name;
+    EXPECT_FALSE(algorithm->description.empty()) << algorithm->name;
+    EXPECT_NE(algorithm->run, nullptr) << algorithm->name;
+    EXPECT_NE(algorithm->cost, nullptr) << algorithm->name;
+    EXPECT_EQ(find_algorithm(algorithm->collective, algorithm->name), algorithm);
+    covered.insert(algorithm->collective);
   }
   for (int c = 0; c < kNumCollectives; ++c) {
     auto collective = static_cast<Collective>(c);
@@ -84,21 +85,23 @@ TEST(AlgorithmSelection, DeclinedPreferenceFallsBackToAnAcceptingAlgorithm) {
 }
 
 TEST(AlgorithmSelection, IsAPureFunctionOfTheSharedArguments) {
-  CollectiveArgs a = call(Collective::AllReduce, 5000);
-  CollectiveArgs b = a;
+  Call a = call(Collective::AllReduce, 5000);
+  Call b = a;
   int x = 0, y = 0;
   a.send = a.recv = &x;  // buffers differ between ranks; the choice must not
   b.send = b.recv = &y;
   b.root = 3;
   for (int n = 1; n <= 9; ++n) {
-    EXPECT_EQ(&select_algorithm(a, n, ""), &select_algorithm(b, n, ""));
-    EXPECT_EQ(&select_algorithm(a, n, "ring"), &select_algorithm(a, n, "ring"));
+    EXPECT_EQ(&select_algorithm(a, n, kNeedsNothing), &select_algorithm(b, n, kNeedsNothing));
+    EXPECT_EQ(&select_algorithm(a, n, kNeedsArena, "ring"),
+              &select_algorithm(b, n, kNeedsArena, "ring"));
   }
 }
 
 // The cache answers what select() answers, for every collective, many sizes (far
-// more than its 64 entries, so entries are replaced), both arena flags, asked in
-// two passes so that the second pass is served by whatever the first left.
+// more than its 64 entries, so entries are replaced), with and without an arena, fp32 and
+// fp16 (whose partials cost twice the bytes), asked in two passes so that the second pass is
+// served by whatever the first left.
 TEST(SelectionCache, AnswersWhatSelectAnswers) {
   const std::vector<AlgorithmOverride> overrides = parse_algorithm_override("broadcast=ring");
   for (int nranks : {2, 3, 8}) {
@@ -109,13 +112,14 @@ TEST(SelectionCache, AnswersWhatSelectAnswers) {
                            Collective::AllGather, Collective::ReduceScatter, Collective::Gather,
                            Collective::Scatter, Collective::AllToAll, Collective::Barrier}) {
         for (std::size_t count = 0; count < (std::size_t{1} << 24); count = count * 3 + 1) {
-          for (bool arena : {false, true}) {
-            CollectiveArgs args = call(c, count, count % 2 ? DataType::Int8 : DataType::Float64);
-            args.host_arena = arena;
-            const Selection expected = select(args, context, overrides);
-            const Selection& got = cache.select(args, context, overrides);
-            EXPECT_EQ(got.algorithm, expected.algorithm) << to_string(c) << " " << count;
-            EXPECT_EQ(got.chunk_bytes, expected.chunk_bytes) << to_string(c) << " " << count;
+          for (Needs provided : {kNeedsNothing, kNeedsArena}) {
+            for (DataType dtype : {DataType::Float32, DataType::Float16}) {
+              Call args = call(c, count, dtype);
+              const Selection expected = select(args, provided, context, overrides);
+              const Selection& got = cache.select(args, provided, context, overrides);
+              EXPECT_EQ(got.algorithm, expected.algorithm) << to_string(c) << " " << count;
+              EXPECT_EQ(got.chunk_bytes, expected.chunk_bytes) << to_string(c) << " " << count;
+            }
           }
         }
       }
@@ -172,9 +176,9 @@ TEST(AlgorithmOverride, RejectsMalformedSpecsWithASentence) {
 }
 
 TEST(AlgorithmSelection, PointToPointHasNoAlgorithms) {
-  EXPECT_THROW(select_algorithm(call(Collective::Send, 1), 2, ""), Error);
+  EXPECT_THROW(select_algorithm(call(Collective::Send, 1), 2, kNeedsNothing), Error);
   try {
-    default_selection(call(Collective::Recv, 4), single_host_context(2));
+    default_selection(call(Collective::Recv, 4), kNeedsNothing, single_host_context(2));
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::InvalidUsage);

@@ -37,16 +37,18 @@ class AlgorithmSweep : public ::testing::TestWithParam<int> {};
 
 TEST_P(AlgorithmSweep, EveryAlgorithmMatchesTheReference) {
   const int n = GetParam();
-  const std::vector<SweepCase> cases = sweep_cases(n);
+  const std::vector<SweepCase> cases = sweep_cases(n, kSweepProvides);
   MemoryFabric fabric(n);
+  fabric.attach_arenas();
   std::mutex mutex;
   std::vector<std::string> wrong;
   auto failures = run_ranks(fabric, [&](transport::Transport& transport, int rank) {
     for (const SweepCase& c : cases) {
       std::uint64_t sent_before = fabric.messages_sent(rank);
       std::vector<std::string> problems;
+      algorithms::Context context{transport, fabric.arena(rank), /*cross_memory=*/true};
       try {
-        problems = run_sweep_case(transport, c);
+        problems = run_sweep_case(context, c);
       } catch (const Error& e) {
         throw Error(e.status(), describe(c) + ": " + e.what());
       }
@@ -69,25 +71,27 @@ INSTANTIATE_TEST_SUITE_P(RankCounts, AlgorithmSweep, ::testing::ValuesIn(kSweepR
 // arrival before barrier k and, after it, must see all n arrivals of round k.
 TEST(BarrierAlgorithms, NobodyLeavesBeforeEveryoneArrived) {
   constexpr int kRounds = 25;
-  for (const algorithms::Algorithm& algorithm : algorithms::all_algorithms()) {
-    if (algorithm.collective != Collective::Barrier) continue;
+  for (const algorithms::Algorithm* algorithm : algorithms::all_algorithms()) {
+    if (algorithm->collective != Collective::Barrier) continue;
     for (int n : {2, 3, 5, 8}) {
       std::atomic<int> arrivals{0};
       std::atomic<int> early{0};
-      auto failures = run_ranks(n, [&](transport::Transport& transport, int) {
-        algorithms::CollectiveArgs args;
+      MemoryFabric fabric(n);
+      fabric.attach_arenas();
+      auto failures = run_ranks(fabric, [&](transport::Transport& transport, int rank) {
+        algorithms::Call args;
         args.collective = Collective::Barrier;
-        if (!algorithms::algorithm_accepts(algorithm, args, n)) return;  // shm_direct: no arena
+        algorithms::Context context{transport, fabric.arena(rank), /*cross_memory=*/true};
         for (int round = 0; round < kRounds; ++round) {
           args.fingerprint.seq = static_cast<std::uint64_t>(round);
-          args.deadline = Clock::now() + std::chrono::seconds(20);
+          context.deadline = Clock::now() + std::chrono::seconds(20);
           arrivals.fetch_add(1);
-          algorithm.run(transport, args);
+          algorithm->run(args, context);
           if (arrivals.load() < (round + 1) * n) early.fetch_add(1);
         }
       });
-      EXPECT_TRUE(failures.empty()) << algorithm.name << " on " << n << ":" << join(failures);
-      EXPECT_EQ(early.load(), 0) << algorithm.name << " on " << n << " ranks let ranks out early";
+      EXPECT_TRUE(failures.empty()) << algorithm->name << " on " << n << ":" << join(failures);
+      EXPECT_EQ(early.load(), 0) << algorithm->name << " on " << n << " ranks let ranks out early";
     }
   }
 }
@@ -96,7 +100,7 @@ TEST(BarrierAlgorithms, NobodyLeavesBeforeEveryoneArrived) {
 std::map<const algorithms::Algorithm*, std::set<std::string>> coverage_tags() {
   std::map<const algorithms::Algorithm*, std::set<std::string>> seen;
   for (int n : kSweepRankCounts) {
-    for (const SweepCase& c : sweep_cases(n)) {
+    for (const SweepCase& c : sweep_cases(n, kSweepProvides)) {
       auto& tags = seen[c.algorithm];
       std::string dtype(to_string(c.dtype));
       tags.insert({"n" + std::to_string(n), "count" + std::to_string(c.count), dtype,
@@ -111,10 +115,9 @@ std::map<const algorithms::Algorithm*, std::set<std::string>> coverage_tags() {
 // The tags an algorithm must meet: every rank count it accepts, each root
 // there (rooted collectives), every count, dtype and, when reducing, dtype/op.
 std::vector<std::string> required_tags(const algorithms::Algorithm& algorithm) {
-  // shm_direct, cma and shm_window need a host arena, which the memory transport lacks
-  // (tests/comm/test_shm_direct.cpp, tests/comm/test_cma.cpp, tests/comm/test_shm_window.cpp).
-  if (algorithm.name == "shm_direct" || algorithm.name == "cma" || algorithm.name == "shm_window")
-    return {};
+  // shm_window needs the call's buffers in shared windows, which the sweep's buffers are not
+  // (tests/comm/test_shm_window.cpp).
+  if ((algorithm.needs & ~kSweepProvides) != 0) return {};
   std::vector<std::string> tags = {"in place", "out of place"};
   for (int n : kSweepRankCounts) {
     if (algorithm.accepts && (n & (n - 1)) != 0) continue;  // the only decliner: powers of two
@@ -138,12 +141,12 @@ std::vector<std::string> required_tags(const algorithms::Algorithm& algorithm) {
 // op (reducing), root (rooted) and both in-place modes somewhere.
 TEST(AlgorithmSweepCoverage, EveryDimensionIsCovered) {
   auto seen = coverage_tags();
-  for (const algorithms::Algorithm& algorithm : algorithms::all_algorithms()) {
+  for (const algorithms::Algorithm* algorithm : algorithms::all_algorithms()) {
     std::vector<std::string> missing;
-    for (const std::string& tag : required_tags(algorithm)) {
-      if (seen[&algorithm].count(tag) == 0) missing.push_back(tag);
+    for (const std::string& tag : required_tags(*algorithm)) {
+      if (seen[algorithm].count(tag) == 0) missing.push_back(tag);
     }
-    EXPECT_TRUE(missing.empty()) << to_string(algorithm.collective) << "/" << algorithm.name
+    EXPECT_TRUE(missing.empty()) << to_string(algorithm->collective) << "/" << algorithm->name
                                  << " never meets:" << join(missing);
   }
 }

@@ -146,15 +146,15 @@ TEST(AlltoallCmaThreads, OneAddressSpaceCopiesDirectly) {
 TEST(AlltoallCmaSelection, ModelKeepsShmDirect) {
   for (int n : {2, 3, 4, 8}) {
     for (std::size_t bytes = 64; bytes <= (std::size_t{16} << 20); bytes *= 16) {
-      algorithms::CollectiveArgs args;
+      algorithms::Call args;
       args.collective = Collective::AllToAll;
       args.count = bytes;
-      args.host_arena = true;
-      args.allow_cma = true;
       const auto context = algorithms::single_host_context(n);
-      EXPECT_EQ(algorithms::default_selection(args, context).algorithm->name, "shm_direct");
-      EXPECT_TRUE(std::isfinite(algorithms::modelled_cost("cma", Collective::AllToAll, bytes,
-                                                          context.machine, context.parameters)));
+      const algorithms::Needs provided = algorithms::kNeedsArena | algorithms::kNeedsCrossMemory;
+      EXPECT_EQ(algorithms::default_selection(args, provided, context).algorithm->name,
+                "shm_direct");
+      EXPECT_TRUE(std::isfinite(
+          algorithms::evaluate(algorithms::rows::alltoall_cma, args, context).modelled_seconds));
     }
   }
 }

@@ -9,14 +9,14 @@
 // threads as ranks (one address space) work too; that the cost model keeps
 // shm_direct on this machine, where the kernel's copy is slow; and the
 // transport's cross-memory reader on its own.
-#include "algorithms/catalog.hpp"
 #include "algorithms/cost_model.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/selection.hpp"
 #include "core/env.hpp"
 #include "forked_ranks.hpp"
 #include "reduction_checks.hpp"
 #include "thread_ranks.hpp"
-#include "transport/shm/cross_memory.hpp"
+#include "transport/arena/cross_memory.hpp"
 
 #include <sys/mman.h>
 
@@ -296,33 +296,32 @@ TEST(CmaSelection, ModelKeepsShmDirectWhereTheKernelCopyIsSlow) {
     for (Collective collective : {Collective::AllReduce, Collective::Broadcast,
                                   Collective::AllGather, Collective::Scatter, Collective::Gather}) {
       for (std::size_t bytes = 4096; bytes <= (std::size_t{64} << 20); bytes *= 16) {
-        algorithms::CollectiveArgs args;
+        algorithms::Call args;
         args.collective = collective;
         args.count = bytes;
-        args.host_arena = true;
-        args.allow_cma = true;
         const auto context = algorithms::single_host_context(n);
-        EXPECT_EQ(algorithms::default_selection(args, context).algorithm->name, "shm_direct");
-        EXPECT_TRUE(std::isfinite(algorithms::modelled_cost("cma", collective, bytes,
-                                                            context.machine, context.parameters)));
+        const algorithms::Needs provided = algorithms::kNeedsArena | algorithms::kNeedsCrossMemory;
+        const algorithms::Algorithm& cma = *algorithms::find_algorithm(collective, "cma");
+        EXPECT_EQ(algorithms::default_selection(args, provided, context).algorithm->name,
+                  "shm_direct");
+        EXPECT_TRUE(std::isfinite(algorithms::evaluate(cma, args, context).modelled_seconds));
       }
     }
   }
 }
 
-// accepts_cma is a function of its arguments only: the environment is not consulted.
-TEST(CmaSelection, AcceptsFollowsTheArguments) {
+// Whether a cma algorithm takes a call is a function of what the context provides only:
+// the environment is not consulted.
+TEST(CmaSelection, AcceptsFollowsTheContext) {
   ::setenv("CHORUS_CMA", "0", 1);
-  algorithms::CollectiveArgs args;
+  algorithms::Call args;
   args.collective = Collective::AllReduce;
   args.count = 4096;
-  for (bool arena : {false, true}) {
-    for (bool allowed : {false, true}) {
-      args.host_arena = arena;
-      args.allow_cma = allowed;
-      EXPECT_EQ(algorithms::accepts_cma(args, 4), arena && allowed) << arena << allowed;
-    }
-  }
+  const algorithms::Algorithm& cma = algorithms::rows::allreduce_cma;
+  using algorithms::kNeedsArena, algorithms::kNeedsCrossMemory;
+  EXPECT_FALSE(algorithms::algorithm_accepts(cma, args, 4, algorithms::kNeedsNothing));
+  EXPECT_FALSE(algorithms::algorithm_accepts(cma, args, 4, kNeedsArena));
+  EXPECT_TRUE(algorithms::algorithm_accepts(cma, args, 4, kNeedsArena | kNeedsCrossMemory));
   ::unsetenv("CHORUS_CMA");
 }
 
@@ -377,7 +376,7 @@ class CmaCrossMemoryChild : public ::testing::Test {
 };
 
 TEST_F(CmaCrossMemoryChild, ReadsTheChildsBytesNotOurs) {
-  transport::shm::CrossMemory memory;
+  transport::CrossMemory memory;
   std::vector<unsigned char> got(page_ - 8);
   ASSERT_EQ(memory.read(child_, address(8), got.data(), got.size()), 0);
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -391,7 +390,7 @@ TEST_F(CmaCrossMemoryChild, ReadsTheChildsBytesNotOurs) {
 }
 
 TEST_F(CmaCrossMemoryChild, ReadIntoAnInaccessiblePageFailsAfterTheReadableBytes) {
-  transport::shm::CrossMemory memory;
+  transport::CrossMemory memory;
   std::vector<unsigned char> got(page_ + 64, 0);
   EXPECT_EQ(memory.read(child_, address(64), got.data(), got.size()), EFAULT);
   // The kernel stops at the page boundary (a short read); the reader went on from there.
@@ -402,7 +401,7 @@ TEST_F(CmaCrossMemoryChild, ReadIntoAnInaccessiblePageFailsAfterTheReadableBytes
 }
 
 TEST_F(CmaCrossMemoryChild, GonePeerIsRecognised) {
-  using transport::shm::CrossMemory;
+  using transport::CrossMemory;
   const pid_t child = child_;
   EXPECT_FALSE(CrossMemory::failed_by_exit(child, EFAULT));  // alive through the grace
   ASSERT_EQ(::kill(child, SIGKILL), 0);
@@ -416,7 +415,7 @@ TEST_F(CmaCrossMemoryChild, GonePeerIsRecognised) {
 }
 
 TEST(CmaCrossMemory, OwnPidIsAPlainCopy) {
-  transport::shm::CrossMemory memory;
+  transport::CrossMemory memory;
   EXPECT_EQ(memory.self(), ::getpid());
   const std::uint64_t source[2] = {11, 0x1234'5678'9abc'def0ull};
   std::uint64_t copy[2] = {};

@@ -173,7 +173,8 @@ class HalfRounding : public ::testing::TestWithParam<int> {};
 
 TEST_P(HalfRounding, EveryAlgorithmMatchesTheOneRoundingReference) {
   const int n = GetParam();
-  for (const Algorithm& algorithm : algorithms::all_algorithms()) {
+  for (const Algorithm* row : algorithms::all_algorithms()) {
+    const Algorithm& algorithm = *row;
     if (algorithm.collective != Collective::AllReduce &&
         algorithm.collective != Collective::ReduceScatter &&
         algorithm.collective != Collective::Reduce) {

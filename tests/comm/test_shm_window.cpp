@@ -1,4 +1,4 @@
-// Shared windows (Communicator::alloc_shared, transport/shm/windows.hpp) and the
+// Shared windows (Communicator::alloc_shared, transport/arena/windows.hpp) and the
 // shm_window all-reduce, reduce-scatter and all-gather (src/algorithms/window.hpp),
 // across forked processes: ranks {1, 2, 3, 5, 8} x every dtype and op x small and odd
 // counts and several MiB x in place, checked against reference.hpp, with the algorithm
@@ -6,7 +6,7 @@
 // shm_direct and still agree; ranks may ask for different sizes (or none); freeing
 // checks its pointer; over TCP the memory is ordinary and still works; a peer killed
 // in the middle of window all-reduces fails the others with RemoteError naming it.
-#include "algorithms/catalog.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/selection.hpp"
 #include "core/reduce.hpp"
 #include "forked_ranks.hpp"
@@ -333,21 +333,21 @@ TEST(WindowFaults, KilledPeerIsNamedWithinTwoSeconds) {
 // Selection: shm_window only where the communicator has windows and the call is past the
 // one-round size; the model prefers it there to shm_direct.
 TEST(WindowSelection, AcceptedOnlyWithWindowsAndLargeCalls) {
-  algorithms::CollectiveArgs args;
+  algorithms::Call args;
   args.collective = Collective::AllReduce;
   args.dtype = DataType::Float32;
-  args.host_arena = true;
   args.count = 1 << 20;
-  EXPECT_NE(algorithms::select_algorithm(args, 4, "").name, "shm_window");
-  args.shared_windows = true;
-  EXPECT_EQ(algorithms::select_algorithm(args, 4, "").name, "shm_window");
+  using algorithms::kNeedsArena, algorithms::kNeedsSharedWindows;
+  EXPECT_NE(algorithms::select_algorithm(args, 4, kNeedsArena).name, "shm_window");
+  EXPECT_EQ(algorithms::select_algorithm(args, 4, kNeedsArena | kNeedsSharedWindows).name,
+            "shm_window");
   args.count = kWindowAbove / 4;
   EXPECT_FALSE(algorithms::accepts_shared_window(args, 4));
   args.count = kWindowAbove / 4 + 1;
   EXPECT_TRUE(algorithms::accepts_shared_window(args, 4));
   EXPECT_FALSE(algorithms::accepts_shared_window(args, 1));
-  args.host_arena = false;
-  EXPECT_FALSE(algorithms::accepts_shared_window(args, 4));
+  EXPECT_FALSE(
+      algorithms::algorithm_accepts(algorithms::rows::allreduce_shm_window, args, 4, kNeedsArena));
 }
 
 }  // namespace

@@ -16,10 +16,10 @@
 namespace chorus::detail {
 namespace {
 
-using algorithms::CollectiveArgs;
+using algorithms::Call;
 
-CollectiveArgs args(Collective c, const void* send, void* recv, std::size_t count, int root = 0) {
-  CollectiveArgs a;
+Call args(Collective c, const void* send, void* recv, std::size_t count, int root = 0) {
+  Call a;
   a.collective = c;
   a.send = send;
   a.recv = recv;
@@ -44,7 +44,7 @@ TEST(Validate, BuffersARankDoesNotUseMayBeNull) {
 TEST(Validate, RootsDtypesOpsAndOverflow) {
   float x[1];
   EXPECT_THROW(validate_collective(args(Collective::Gather, x, x, 1, 2), 0, 2), Error);
-  CollectiveArgs bad = args(Collective::AllReduce, x, x, 1);
+  Call bad = args(Collective::AllReduce, x, x, 1);
   bad.dtype = static_cast<DataType>(10);
   EXPECT_THROW(validate_collective(bad, 0, 2), Error);
   bad = args(Collective::AllReduce, x, x, 1);
@@ -63,7 +63,7 @@ TEST(Validate, RootsDtypesOpsAndOverflow) {
 TEST(Validate, AllToAllVNeedsOneEntryPerRankAndNoOverflow) {
   float x[4];
   std::size_t counts[2] = {1, 1}, displs[2] = {0, 1}, huge[2] = {SIZE_MAX, 0};
-  CollectiveArgs a = args(Collective::AllToAllV, x, x, 0);
+  Call a = args(Collective::AllToAllV, x, x, 0);
   a.send_counts = counts, a.send_displs = displs, a.recv_counts = counts, a.recv_displs = displs;
   EXPECT_NO_THROW(validate_collective(a, 0, 2));
   a.recv_displs = huge;
@@ -75,7 +75,7 @@ TEST(Validate, AllToAllVNeedsOneEntryPerRankAndNoOverflow) {
 TEST(Validate, AllToAllVSendsItselfWhatItReceivesFromItself) {
   float x[4];
   std::size_t ones[2] = {1, 1}, others[2] = {1, 2}, displs[2] = {0, 2};
-  CollectiveArgs a = args(Collective::AllToAllV, x, x + 2, 0);
+  Call a = args(Collective::AllToAllV, x, x + 2, 0);
   a.send_counts = ones, a.send_displs = displs, a.recv_counts = others, a.recv_displs = displs;
   EXPECT_NO_THROW(validate_collective(a, 0, 2));  // rank 0: 1 to itself, 1 from itself
   try {

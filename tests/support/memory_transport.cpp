@@ -1,11 +1,17 @@
 // In-process transport for tests (see memory_transport.hpp).
 #include "memory_transport.hpp"
 
+#include "bootstrap/store.hpp"
+
 #include <chorus/error.hpp>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -17,7 +23,7 @@
 
 namespace chorus::testing {
 
-class MemoryEndpoint final : public transport::Transport {
+class MemoryEndpoint final : public transport::Transport, public transport::Liveness {
  public:
   MemoryEndpoint(MemoryFabric& fabric, int rank, int size);
 
@@ -34,6 +40,18 @@ class MemoryEndpoint final : public transport::Transport {
   bool wait_until(std::span<const transport::RequestId> ids, Deadline until) override;
   void interrupt() noexcept override;
   void abort(Status status, const std::string& reason) override;
+
+  // Liveness: an arena wait fails when the fabric broke (a rank threw or aborted).
+  void arena_check(const Fingerprint&, bool) override { arena_throw_if_broken(); }
+  std::optional<Error> arena_lost(int) override { return std::nullopt; }
+  [[noreturn]] void arena_fail(const Error& error) override {
+    std::lock_guard lock(mutex_);
+    fail_locked(error.status(), error.what());
+  }
+  void arena_throw_if_broken() override {
+    std::lock_guard lock(mutex_);
+    throw_if_broken_locked();
+  }
 
   std::uint64_t messages_sent() const { return messages_sent_.load(); }
   /// Called from the sender's thread: queues a message from `from`.
@@ -254,7 +272,29 @@ MemoryFabric::MemoryFabric(const std::vector<int>& host_of_rank)
   for (auto& endpoint : endpoints_) endpoint->set_topology(topology);
 }
 
-MemoryFabric::~MemoryFabric() = default;
+MemoryFabric::~MemoryFabric() { arenas_.clear(); }  // before the endpoints they ask
+
+void MemoryFabric::attach_arenas() {
+  const int n = size();
+  arenas_.resize(static_cast<std::size_t>(n));
+  std::shared_ptr<Store> store = make_memory_store();
+  const std::string token = "sweep-" + std::to_string(::getpid()) + "-" +
+                            std::to_string(reinterpret_cast<std::uintptr_t>(this));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto arena = transport::HostArena::connect(*store, rank, n, token,
+                                                 Clock::now() + std::chrono::seconds(30));
+      arena->set_liveness(&endpoint(rank));
+      arenas_[static_cast<std::size_t>(rank)] = std::move(arena);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+}
+
+transport::HostArena* MemoryFabric::arena(int rank) const {
+  return arenas_.empty() ? nullptr : arenas_[static_cast<std::size_t>(rank)].get();
+}
 
 transport::Transport& MemoryFabric::transport(int rank) { return endpoint(rank); }
 

@@ -11,9 +11,11 @@
 // wait_until() (or the next one) early. abort()
 // on any rank breaks every rank of the fabric (RemoteError for the others), so
 // a failing test thread releases the rest at once. After a throw a transport
-// is broken and every later call throws the same error.
+// is broken and every later call throws the same error. With attach_arenas() each rank
+// also has a host arena, so the algorithms that work in one run on threads too.
 #pragma once
 
+#include "transport/arena/host_arena.hpp"
 #include "transport/transport.hpp"
 
 #include <cstdint>
@@ -41,12 +43,19 @@ class MemoryFabric {
   transport::Transport& transport(int rank);
   /// Messages `rank` has posted so far (to check that a call sent nothing).
   std::uint64_t messages_sent(int rank) const;
+  /// Gives every rank a host arena (one shared-memory segment, as a communicator of one host
+  /// has; collective over the ranks, so it runs them on threads itself), whose waits ask the
+  /// rank's endpoint about aborts. Call before run_ranks.
+  void attach_arenas();
+  /// Rank `rank`'s host arena, or nullptr before attach_arenas.
+  transport::HostArena* arena(int rank) const;
 
  private:
   friend class MemoryEndpoint;
   MemoryEndpoint& endpoint(int rank) const { return *endpoints_[static_cast<std::size_t>(rank)]; }
 
   std::vector<std::unique_ptr<MemoryEndpoint>> endpoints_;
+  std::vector<std::unique_ptr<transport::HostArena>> arenas_;  ///< after attach_arenas
 };
 
 /// Runs `body(transport, rank)` on one thread per rank of `fabric` and joins

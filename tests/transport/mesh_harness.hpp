@@ -67,20 +67,25 @@ class Mesh {
   }
 
   bool ok() const {
-    for (const auto& t : transports_) {
-      if (!t) return false;
+    for (const auto& c : transports_) {
+      if (!c.transport) return false;
     }
     return true;
   }
   int size() const { return static_cast<int>(transports_.size()); }
-  Transport& operator[](int rank) { return *transports_[rank]; }
-  void destroy(int rank) { transports_[rank].reset(); }
+  Transport& operator[](int rank) { return *transports_[rank].transport; }
+  /// Rank `rank`'s host arena (null unless every rank is on one host and shm is allowed).
+  HostArena* arena(int rank) { return transports_[rank].arena.get(); }
+  void destroy(int rank) {
+    transports_[rank].arena.reset();
+    transports_[rank].transport.reset();
+  }
   Store& store(int rank) { return *stores_[rank]; }
   std::uint16_t store_port() const { return server_.port(); }
 
   /// Runs body(rank, transport) on every rank concurrently.
   void run(const std::function<void(int, Transport&)>& body) {
-    run_threads(size(), [&](int r) { body(r, *transports_[r]); });
+    run_threads(size(), [&](int r) { body(r, *transports_[r].transport); });
   }
 
   std::shared_ptr<Store> client() {
@@ -91,7 +96,7 @@ class Mesh {
  private:
   StoreServer server_;
   std::vector<std::shared_ptr<Store>> stores_;
-  std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<Connection> transports_;
 };
 
 /// Send and receive stamps of the `seq`-th message of a pair.

@@ -4,7 +4,7 @@
 // as soon as the slow rank posts. Blocking is shown by a rank that has not
 // advanced after a pause; the pause only has to outlast a few begin_round calls.
 #include "bootstrap/store.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <chorus/error.hpp>
 
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 namespace {
 
 using namespace std::chrono_literals;
@@ -229,7 +229,7 @@ TEST(HostArena, APeerWhoseRoundIsNotTinyIsAMismatchNotATimeout) {
 }
 
 /// Counts the passes; throws `broken` from every check once it is set.
-struct CountingWatcher : ArenaWatcher {
+struct CountingWatcher : Liveness {
   int full = 0, quick = 0;
   std::optional<Error> broken;
   void arena_check(const Fingerprint&, bool) override {
@@ -251,7 +251,7 @@ TEST(HostArena, BeginCallRunsTheFullWatcherPassAtMostEveryMillisecond) {
   ArenaPair pair;
   CountingWatcher watcher;
   HostArena& arena = *pair.arena[0];
-  arena.set_watcher(&watcher);
+  arena.set_liveness(&watcher);
   Fingerprint call;
   call.collective = Collective::Broadcast;
   const auto start = Clock::now();
@@ -272,8 +272,8 @@ TEST(HostArena, BeginCallRunsTheFullWatcherPassAtMostEveryMillisecond) {
   EXPECT_THROW(arena.begin_call(call, start + 7ms + 2us), Error) << "the quick check fails it";
   EXPECT_THROW(arena.begin_call(call, start + 9ms), Error) << "the full pass fails it";
   EXPECT_EQ(watcher.full, 7);
-  arena.set_watcher(nullptr);
+  arena.set_liveness(nullptr);
 }
 
 }  // namespace
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport

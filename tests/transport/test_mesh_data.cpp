@@ -233,7 +233,7 @@ TEST(MeshReal, ConnectMeshAutoAndSizeOne) {
     MeshOptions options;
     options.secret = kSecret;
     options.deadline = deadline_after(20s);
-    transports[r] = connect_mesh(*store, r, 3, options);
+    transports[r] = connect_mesh(*store, r, 3, options).transport;
   });
   ASSERT_TRUE(transports[0] && transports[1] && transports[2]);
   EXPECT_EQ(transports[2]->topology().num_hosts, 1);
@@ -247,7 +247,7 @@ TEST(MeshReal, ConnectMeshAutoAndSizeOne) {
 
   auto store = connect_store("127.0.0.1", server.port(), kSecret, deadline_after(10s));
   MeshOptions options;
-  auto alone = connect_mesh(*store, 0, 1, options);
+  auto alone = connect_mesh(*store, 0, 1, options).transport;
   EXPECT_EQ(alone->size(), 1);
   EXPECT_EQ(alone->topology().num_hosts, 1);
   alone->wait({}, deadline_after(1s));

@@ -254,7 +254,7 @@ TEST(MeshTcp, StrangersAreDroppedAndTheMeshStillForms) {
     options.secret = kSecret;
     options.advertise_host = "127.0.0.1";
     options.deadline = deadline_after(30s);
-    transports[r] = connect_mesh_as(*store, r, 2, options, same_host(r));
+    transports[r] = connect_mesh_as(*store, r, 2, options, same_host(r)).transport;
   };
   std::vector<std::thread> threads;
   threads.emplace_back([&] { EXPECT_NO_THROW(join(0)); });

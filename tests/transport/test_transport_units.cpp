@@ -2,11 +2,11 @@
 // rendezvous record, the ABORT frame, the doorbell, shared-memory segments and
 // the per-peer framing/matching over a scripted link (garbage on the wire).
 #include "transport/abort_frame.hpp"
+#include "transport/arena/segment.hpp"
 #include "transport/doorbell.hpp"
 #include "transport/peer_channel.hpp"
 #include "transport/rank_info.hpp"
 #include "transport/shm/ring.hpp"
-#include "transport/shm/segment.hpp"
 #include "transport/wait_policy.hpp"
 
 #include <gtest/gtest.h>
@@ -157,19 +157,19 @@ TEST(Doorbell, RingWakesASleeperAndSleepIsBounded) {
 
 TEST(Segment, CreateOpenUnlink) {
   std::string name = "/chorus-unit-" + random_token();
-  auto created = shm::Segment::create(name, 8192);
-  EXPECT_THROW(shm::Segment::create(name, 8192), Error);
-  EXPECT_THROW(shm::Segment::open(name, 4096), Error);
-  auto opened = shm::Segment::open(name, 8192);
+  auto created = Segment::create(name, 8192);
+  EXPECT_THROW(Segment::create(name, 8192), Error);
+  EXPECT_THROW(Segment::open(name, 4096), Error);
+  auto opened = Segment::open(name, 8192);
   created->base()[100] = std::byte{42};
   EXPECT_EQ(opened->base()[100], std::byte{42});
   EXPECT_TRUE(std::filesystem::exists("/dev/shm" + name));
   created->unlink();
   EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name));
   EXPECT_EQ(opened->base()[100], std::byte{42});  // still mapped
-  EXPECT_THROW(shm::Segment::open(name, 8192), Error);
+  EXPECT_THROW(Segment::open(name, 8192), Error);
   created.reset();
-  { auto dropped = shm::Segment::create(name, 4096); }
+  { auto dropped = Segment::create(name, 4096); }
   EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name)) << "the destructor unlinks";
 }
 
@@ -178,7 +178,7 @@ TEST(Segment, AllocatesEveryPageAtCreation) {
   // full) in the first collectives that touch it.
   const std::string name = "/chorus-unit-" + random_token();
   const std::size_t bytes = std::size_t{3} << 20;
-  auto created = shm::Segment::create(name, bytes);
+  auto created = Segment::create(name, bytes);
   struct stat info {};
   ASSERT_EQ(::stat(("/dev/shm" + name).c_str(), &info), 0);
   EXPECT_GE(static_cast<std::size_t>(info.st_blocks) * 512, bytes);

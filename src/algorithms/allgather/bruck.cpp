@@ -12,18 +12,20 @@
 // of two (recursive doubling needs one).
 #include "algorithms/patterns/bruck.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void allgather_bruck(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   Scratch work(static_cast<std::size_t>(n) * args.count, args.dtype);
   copy_elements(work.data(), args.send, args.count, args.dtype);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   for (int round = 0; round < patterns::bruck_rounds(n); ++round) {
     auto step = patterns::bruck_allgather_round(rank, n, round);
     std::size_t bytes = bytes_of(static_cast<std::size_t>(step.blocks) * args.count, args.dtype);
@@ -32,5 +34,20 @@ void allgather_bruck(transport::Transport& transport, const CollectiveArgs& args
   }
   rotate_blocks(args.recv, work.data(), patterns::wrap(n - rank, n), n, args.count, args.dtype);
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.lg, (s.n - 1) * m, 2 * s.n * m});
+}
+
+}  // namespace
+
+const Algorithm rows::allgather_bruck{
+    .name = "bruck",
+    .description = "ceil(log2 n) rounds of doubling prefixes, any rank count",
+    .collective = Collective::AllGather,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -7,21 +7,38 @@
 // peer reads: in place, rank r's send buffer is block r of its receive buffer,
 // which only its own (skipped) copy would write.
 #include "algorithms/cma.hpp"
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "algorithms/passes.hpp"
+#include "transport/arena/host_arena.hpp"
 
 namespace chorus::algorithms {
 
-void allgather_cma(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  CmaCall call(transport, args);
-  if (!call.usable()) return run_shm_direct_instead(transport, args, allgather_shm_direct);
+namespace {
+
+const Algorithm* run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return nullptr;
+  CmaCall call(args, ctx);
+  if (!call.usable()) return hand_over(rows::allgather_shm_direct, args, ctx);
   auto& arena = call.arena();
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(ctx.deadline);
   read_every_block(call, args);
   arena.post(2 * g);
-  arena.wait_all(2 * g, args.deadline);
+  arena.wait_all(2 * g, ctx.deadline);
+  return nullptr;
 }
+
+double cost(const CostInput& in) {
+  return cross_memory_cost(in, 2, (in.shape().n - 1) * in.m(), in.m());
+}
+
+}  // namespace
+
+const Algorithm rows::allgather_cma{
+    .name = "cma",
+    .description = "one host: every rank copies each peer's block with a cross-memory read",
+    .collective = Collective::AllGather,
+    .needs = kNeedsArena | kNeedsCrossMemory,
+    .cost = cost,
+    .run = run};
 
 }  // namespace chorus::algorithms

@@ -9,8 +9,8 @@
 // back to the ring.
 #include "algorithms/patterns/recursive_doubling.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 #include <chorus/error.hpp>
 
@@ -19,23 +19,25 @@
 
 namespace chorus::algorithms {
 
-bool accepts_power_of_two(const CollectiveArgs&, int nranks) {
+bool accepts_power_of_two(const Call&, int nranks) {
   return std::has_single_bit(static_cast<unsigned>(nranks));
 }
 
-void allgather_recursive_doubling(transport::Transport& transport, const CollectiveArgs& args) {
-  if (!accepts_power_of_two(args, transport.size())) {
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (!accepts_power_of_two(args, ctx.size())) {
     throw Error(Status::InvalidUsage,
                 "allgather recursive_doubling needs a power-of-two rank "
                 "count, not " +
-                    std::to_string(transport.size()));
+                    std::to_string(ctx.size()));
   }
-  if (finish_trivial_call(transport, args)) return;
-  const int rank = transport.rank();
+  if (finish_trivial_call(args, ctx)) return;
+  const int rank = ctx.rank();
   copy_elements(element_at(args.recv, static_cast<std::size_t>(rank) * args.count, args.dtype),
                 args.send, args.count, args.dtype);
-  const auto plan = patterns::recursive_doubling(rank, transport.size());
-  RequestSet requests(transport, args);
+  const auto plan = patterns::recursive_doubling(rank, ctx.size());
+  RequestSet requests(args, ctx);
   for (int round = 0; round < plan.rounds; ++round) {
     int partner = patterns::recursive_doubling_partner(rank, round);
     auto range = [&](int member) {
@@ -47,5 +49,21 @@ void allgather_recursive_doubling(transport::Transport& transport, const Collect
     requests.exchange(partner, range(rank), bytes, partner, range(partner), bytes);
   }
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.log2p, (s.n - 1) * m, m});
+}
+
+}  // namespace
+
+const Algorithm rows::allgather_recursive_doubling{
+    .name = "recursive_doubling",
+    .description = "log2 n exchanges of doubling ranges; powers of two only",
+    .collective = Collective::AllGather,
+    .cost = cost,
+    .run = runs<run>,
+    .accepts = accepts_power_of_two};
 
 }  // namespace chorus::algorithms

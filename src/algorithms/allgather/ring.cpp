@@ -8,17 +8,16 @@
 // result, which is bandwidth-optimal.
 #include "algorithms/patterns/ring.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 
 namespace chorus::algorithms {
 
-void ring_allgather_pass(transport::Transport& transport, const CollectiveArgs& args, void* buffer,
-                         std::size_t total) {
-  const int n = transport.size();
-  const int rank = transport.rank();
-  RequestSet requests(transport, args);
+void ring_allgather_pass(const Call& args, const Context& ctx, void* buffer, std::size_t total) {
+  const int n = ctx.size();
+  const int rank = ctx.rank();
+  RequestSet requests(args, ctx);
   for (int step = 0; step < n - 1; ++step) {
     auto blocks = patterns::allgather_step(rank, n, step);
     auto sent = patterns::block_of(total, n, blocks.send_block);
@@ -30,13 +29,29 @@ void ring_allgather_pass(transport::Transport& transport, const CollectiveArgs& 
   }
 }
 
-void allgather_ring(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const auto n = static_cast<std::size_t>(transport.size());
-  const auto rank = static_cast<std::size_t>(transport.rank());
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const auto n = static_cast<std::size_t>(ctx.size());
+  const auto rank = static_cast<std::size_t>(ctx.rank());
   copy_elements(element_at(args.recv, rank * args.count, args.dtype), args.send, args.count,
                 args.dtype);
-  ring_allgather_pass(transport, args, args.recv, n * args.count);
+  ring_allgather_pass(args, ctx, args.recv, n * args.count);
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.n - 1, (s.n - 1) * m, m});
+}
+
+}  // namespace
+
+const Algorithm rows::allgather_ring{.name = "ring",
+                                     .description = "n - 1 ring steps, one block each",
+                                     .collective = Collective::AllGather,
+                                     .cost = cost,
+                                     .run = runs<run>};
 
 }  // namespace chorus::algorithms

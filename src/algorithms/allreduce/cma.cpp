@@ -16,12 +16,12 @@
 // from peers twice (kernel copies), 1/n reduced with n inputs, instead of the
 // arena's copy in, reduction and copy out.
 #include "algorithms/cma.hpp"
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "core/reduce.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <algorithm>
 
@@ -37,7 +37,7 @@ constexpr std::size_t kReduceChunkBytes = 1024 * 1024;
 /// Reduces slice `rank` of every rank's input into slice `rank` of args.recv. Half types
 /// are summed in an fp32 chunk (algorithms/partials.hpp) and rounded once, by the last peer's
 /// reduction.
-void reduce_own_slice(CmaCall& call, const CollectiveArgs& args, int divisor) {
+void reduce_own_slice(CmaCall& call, const Call& args, int divisor) {
   const int n = call.arena().size();
   const int r = call.arena().rank();
   const DataType dtype = args.dtype;
@@ -66,12 +66,12 @@ void reduce_own_slice(CmaCall& call, const CollectiveArgs& args, int divisor) {
 }
 
 /// Reads every peer's finished slice into args.recv as soon as that peer posted `flag`.
-void gather_slices(CmaCall& call, const CollectiveArgs& args, std::uint64_t flag) {
+void gather_slices(CmaCall& call, const Call& args, const Context& ctx, std::uint64_t flag) {
   const int n = call.arena().size();
   const int r = call.arena().rank();
   for (int step = 1; step < n; ++step) {
     const int p = (r + step) % n;
-    call.arena().wait_for(p, flag, args.deadline);
+    call.arena().wait_for(p, flag, ctx.deadline);
     const auto slice = patterns::block_of(args.count, n, p);
     call.read_recv(p, bytes_of(slice.offset, args.dtype),
                    element_at(args.recv, slice.offset, args.dtype),
@@ -79,19 +79,36 @@ void gather_slices(CmaCall& call, const CollectiveArgs& args, std::uint64_t flag
   }
 }
 
-}  // namespace
-
-void allreduce_cma(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  CmaCall call(transport, args);
-  if (!call.usable()) return run_shm_direct_instead(transport, args, allreduce_shm_direct);
+const Algorithm* run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return nullptr;
+  CmaCall call(args, ctx);
+  if (!call.usable()) return hand_over(rows::allreduce_shm_direct, args, ctx);
   auto& arena = call.arena();
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(ctx.deadline);
   reduce_own_slice(call, args, fold_half_average(args, arena.size()));
   arena.post(2 * g);
-  gather_slices(call, args, 2 * g);
+  gather_slices(call, args, ctx, 2 * g);
   arena.post(2 * g + 1);
-  arena.wait_all(2 * g + 1, args.deadline);
+  arena.wait_all(2 * g + 1, ctx.deadline);
+  return nullptr;
 }
+
+double cost(const CostInput& in) {
+  // Cards, "slice final", "all read"; (n - 1)/n of the message read twice, 1/n reduced.
+  const Shape s = in.shape();
+  const double m = in.m();
+  return cross_memory_cost(in, 3, 2 * (s.n - 1) / s.n * m, 0, (s.n - 1) / s.n * m);
+}
+
+}  // namespace
+
+const Algorithm rows::allreduce_cma{
+    .name = "cma",
+    .description = "one host: reduce-scatter, all-gather by cross-memory reads of peer buffers",
+    .collective = Collective::AllReduce,
+    .needs = kNeedsArena | kNeedsCrossMemory,
+    .cost = cost,
+    .run = run,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

@@ -5,7 +5,7 @@
 
 namespace chorus::algorithms {
 
-bool fold_in_extra_rank(RequestSet& requests, const CollectiveArgs& args,
+bool fold_in_extra_rank(RequestSet& requests, const Call& args,
                         const patterns::RecursiveDoubling& plan, void* work, DataType work_type) {
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   if (plan.is_extra) {
@@ -28,7 +28,7 @@ bool fold_in_extra_rank(RequestSet& requests, const CollectiveArgs& args,
   return false;
 }
 
-void fold_out_extra_rank(RequestSet& requests, const CollectiveArgs& args,
+void fold_out_extra_rank(RequestSet& requests, const Call& args,
                          const patterns::RecursiveDoubling& plan) {
   if (plan.fold_partner < 0) return;
   requests.send(plan.fold_partner, args.recv, bytes_of(args.count, args.dtype));

@@ -14,11 +14,11 @@ namespace chorus::algorithms {
 /// algorithms/partials.hpp's partial type: the extra's input travels in args.dtype, the sum
 /// is not rounded). For an extra rank, does its whole part of the call (send its input,
 /// receive the result into recv) and returns true: nothing left to do.
-bool fold_in_extra_rank(RequestSet& requests, const CollectiveArgs& args,
+bool fold_in_extra_rank(RequestSet& requests, const Call& args,
                         const patterns::RecursiveDoubling& plan, void* work, DataType work_type);
 
 /// Sends the result in recv back to the folded extra rank, if there is one.
-void fold_out_extra_rank(RequestSet& requests, const CollectiveArgs& args,
+void fold_out_extra_rank(RequestSet& requests, const Call& args,
                          const patterns::RecursiveDoubling& plan);
 
 }  // namespace chorus::algorithms

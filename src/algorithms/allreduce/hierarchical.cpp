@@ -12,47 +12,77 @@
 // 2 (H - 1)/H of the buffer over the network once, instead of every rank doing
 // so, and the host phases use the fast local links. With one host this is a
 // reduce and a broadcast; with one rank per host it is the leader phase alone.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/hierarchy.hpp"
 #include "algorithms/subset_transport.hpp"
 
 #include <bit>
+#include <limits>
 
 namespace chorus::algorithms {
 namespace {
 
 constexpr std::size_t kLeaderLargeBytes = 64 * 1024;
 
-}  // namespace
+/// The leaders' algorithm for a message of `bytes` among `leaders` hosts.
+const Algorithm& leader_algorithm(std::size_t bytes, int leaders) {
+  if (bytes < kLeaderLargeBytes) return rows::allreduce_recursive_doubling;
+  return std::has_single_bit(static_cast<unsigned>(leaders)) ? rows::allreduce_rabenseifner
+                                                             : rows::allreduce_ring;
+}
 
-void allreduce_hierarchical(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const Topology& topology = transport.topology();
-  const int rank = transport.rank();
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const Topology& topology = ctx.transport.topology();
+  const int rank = ctx.rank();
   SubsetTransport host(
-      transport,
+      ctx.transport,
       patterns::host_members(topology, topology.host_of_rank[static_cast<std::size_t>(rank)]));
-  CollectiveArgs phase = args;
+  Call phase = args;
   phase.root = 0;
   phase.collective = Collective::Reduce;
-  reduce_knomial(host, phase);
+  rows::reduce_knomial.run(phase, ctx.on(host));
   const bool leader = host.rank() == 0;
   if (leader && topology.num_hosts > 1) {
-    SubsetTransport leaders(transport, patterns::host_leaders(topology));
+    SubsetTransport leaders(ctx.transport, patterns::host_leaders(topology));
     phase.collective = Collective::AllReduce;
     phase.send = args.recv;
-    if (bytes_of(args.count, args.dtype) < kLeaderLargeBytes) {
-      allreduce_recursive_doubling(leaders, phase);
-    } else if (std::has_single_bit(static_cast<unsigned>(leaders.size()))) {
-      allreduce_rabenseifner(leaders, phase);
-    } else {
-      allreduce_ring(leaders, phase);
-    }
+    leader_algorithm(bytes_of(args.count, args.dtype), leaders.size()).run(phase, ctx.on(leaders));
   }
   phase.collective = Collective::Broadcast;
   phase.send = leader ? args.recv : nullptr;
-  broadcast_knomial(host, phase);
+  rows::broadcast_knomial.run(phase, ctx.on(host));
 }
+
+// Within each host a k-nomial reduce, then a broadcast; the leaders' algorithm over tcp.
+// One host, or one rank per host: it degenerates to a flat algorithm; left to those.
+double cost(const CostInput& in) {
+  const Machine& machine = in.machine;
+  const int per_host = machine.max_ranks_per_host();
+  const int hosts = machine.num_hosts();
+  if (hosts <= 1 || per_host <= 1) return std::numeric_limits<double>::infinity();
+  const LinkCost& local = machine.local_shm ? in.parameters.shm : in.parameters.tcp;
+  const double m = in.m();
+  double seconds = terms_cost(knomial_terms(per_host, m, true), local, in.parameters.gamma) +
+                   terms_cost(knomial_terms(per_host, m, false), local, in.parameters.gamma);
+  // The leaders: one rank on each of `hosts` hosts.
+  Machine leaders;
+  leaders.nranks = hosts;
+  leaders.topology.num_hosts = hosts;
+  for (int h = 0; h < hosts; ++h) leaders.topology.host_of_rank.push_back(h);
+  const CostInput leader_input{in.collective, in.bytes,      in.dtype,      in.op,
+                               leaders,       in.parameters, in.chunk_bytes};
+  return seconds + leader_algorithm(in.bytes, hosts).cost(leader_input);
+}
+
+}  // namespace
+
+const Algorithm rows::allreduce_hierarchical{
+    .name = "hierarchical",
+    .description = "k-nomial reduce to each host's leader, leaders all-reduce, broadcast",
+    .collective = Collective::AllReduce,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -18,36 +18,56 @@
 // 0 of a power of two sends unreduced input in the half type); each rank rounds its own
 // group once, then the doubling rounds move final half values.
 #include "algorithms/allreduce/fold.hpp"
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/recursive_doubling.hpp"
 #include "core/reduce.hpp"
 
 namespace chorus::algorithms {
 
-void allreduce_rabenseifner(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int rank = transport.rank();
-  const auto plan = patterns::recursive_doubling(rank, transport.size());
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int rank = ctx.rank();
+  const auto plan = patterns::recursive_doubling(rank, ctx.size());
   const DataType partial = partial_type(args);
-  const int divisor = fold_half_average(args, transport.size());
-  RequestSet requests(transport, args);
+  const int divisor = fold_half_average(args, ctx.size());
+  RequestSet requests(args, ctx);
   // The halving pass works in recv itself when partials have the caller's dtype.
   Scratch own_work(partial == args.dtype ? 0 : args.count, partial);
   void* work = partial == args.dtype ? args.recv : own_work.data();
   const void* input = args.send;  // a power of two halves the unreduced input
-  if (plan.core_size != transport.size()) {
+  if (plan.core_size != ctx.size()) {
     if (fold_in_extra_rank(requests, args, plan, work, partial)) return;
     input = nullptr;
   }
   const CoreGroups groups{args.count, 1, plan.core_size};
-  halving_reduce_scatter_pass(transport, args, input, work, groups);
+  halving_reduce_scatter_pass(args, ctx, input, work, groups);
   const auto own = groups.span(rank, 1);
   store_final(element_at(args.recv, own.offset, args.dtype), element_at(work, own.offset, partial),
               own.count, args, divisor);
-  doubling_allgather_pass(transport, args, args.recv, groups);
+  doubling_allgather_pass(args, ctx, args.recv, groups);
   fold_out_extra_rank(requests, args, plan);
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  const double half = (s.p - 1) / s.p * m;
+  return message_cost(in, {2 * s.log2p + 2 * s.f, 2 * half + 2 * s.f * m, half + s.f * m});
+}
+
+}  // namespace
+
+const Algorithm rows::allreduce_rabenseifner{
+    .name = "rabenseifner",
+    .description =
+        "reduce-scatter by recursive halving, all-gather by recursive doubling; extras fold",
+    .collective = Collective::AllReduce,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

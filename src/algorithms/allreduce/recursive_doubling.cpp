@@ -19,32 +19,34 @@
 #include "algorithms/patterns/recursive_doubling.hpp"
 
 #include "algorithms/allreduce/fold.hpp"
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "core/reduce.hpp"
 
 namespace chorus::algorithms {
 
-void allreduce_recursive_doubling(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const auto plan = patterns::recursive_doubling(transport.rank(), transport.size());
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const auto plan = patterns::recursive_doubling(ctx.rank(), ctx.size());
   const DataType partial = partial_type(args);
-  const int divisor = fold_half_average(args, transport.size());
-  RequestSet requests(transport, args);
+  const int divisor = fold_half_average(args, ctx.size());
+  RequestSet requests(args, ctx);
   // The running result: recv itself when partials have the caller's dtype.
   Scratch own_work(partial == args.dtype ? 0 : args.count, partial);
   void* work = partial == args.dtype ? args.recv : own_work.data();
   // A power of two starts from the unreduced input (in the caller's dtype); otherwise every
   // core rank starts from its input with its extra's folded in, a partial.
   Operand current{args.send, args.dtype};
-  if (plan.core_size != transport.size()) {
+  if (plan.core_size != ctx.size()) {
     if (fold_in_extra_rank(requests, args, plan, work, partial)) return;
     current = {work, partial};
   }
   Scratch incoming(args.count, partial);
   for (int round = 0; round < plan.rounds; ++round) {
-    const int partner = patterns::recursive_doubling_partner(transport.rank(), round);
+    const int partner = patterns::recursive_doubling_partner(ctx.rank(), round);
     const std::size_t bytes = bytes_of(args.count, current.dtype);
     requests.exchange(partner, current.data, bytes, partner, incoming.data(), bytes);
     const Operand theirs{incoming.data(), current.dtype};
@@ -57,5 +59,22 @@ void allreduce_recursive_doubling(transport::Transport& transport, const Collect
   }
   fold_out_extra_rank(requests, args, plan);
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.log2p + 2 * s.f, (s.log2p + 2 * s.f) * m, (s.log2p + s.f) * m});
+}
+
+}  // namespace
+
+const Algorithm rows::allreduce_recursive_doubling{
+    .name = "recursive_doubling",
+    .description =
+        "log2 n exchanges of the whole buffer; extra ranks of a non-power of two fold in",
+    .collective = Collective::AllReduce,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

@@ -8,20 +8,38 @@
 // Both halves run under this call's fingerprint. That is safe because messages
 // between a pair arrive in the order they were posted and both sides post the
 // reduce's messages before the broadcast's.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void allreduce_reduce_broadcast(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  CollectiveArgs reduce_args = args;
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  Call reduce_args = args;
   reduce_args.root = 0;
-  reduce_binomial(transport, reduce_args);
-  CollectiveArgs broadcast_args = args;
+  rows::reduce_binomial.run(reduce_args, ctx);
+  Call broadcast_args = args;
   broadcast_args.root = 0;
   broadcast_args.send = args.recv;
-  broadcast_binomial(transport, broadcast_args);
+  rows::broadcast_binomial.run(broadcast_args, ctx);
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {2 * s.lg, 2 * s.lg * m, s.lg * m});
+}
+
+}  // namespace
+
+const Algorithm rows::allreduce_reduce_broadcast{
+    .name = "reduce_broadcast",
+    .description = "binomial reduce to rank 0, then binomial broadcast",
+    .collective = Collective::AllReduce,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

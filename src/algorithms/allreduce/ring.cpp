@@ -7,18 +7,36 @@
 // then circulates the n reduced blocks so every rank holds all of them. Each
 // rank sends 2 (n - 1)/n of the buffer in 2 (n - 1) steps: the choice for large
 // buffers.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 
 namespace chorus::algorithms {
 
-void allreduce_ring(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  auto own = patterns::block_of(args.count, transport.size(), transport.rank());
-  ring_reduce_scatter_pass(transport, args, args.send, args.count,
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  auto own = patterns::block_of(args.count, ctx.size(), ctx.rank());
+  ring_reduce_scatter_pass(args, ctx, args.send, args.count,
                            element_at(args.recv, own.offset, args.dtype));
-  ring_allgather_pass(transport, args, args.recv, args.count);
+  ring_allgather_pass(args, ctx, args.recv, args.count);
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {2 * (s.n - 1), 2 * (s.n - 1) / s.n * m, (s.n - 1) / s.n * m});
+}
+
+}  // namespace
+
+const Algorithm rows::allreduce_ring{
+    .name = "ring",
+    .description = "reduce-scatter ring, then all-gather ring; bandwidth-optimal",
+    .collective = Collective::AllReduce,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

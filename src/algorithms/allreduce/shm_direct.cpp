@@ -21,13 +21,13 @@
 // keeps the result: the others post and leave the copy-out (and, for one
 // round, the reduction) to it.
 #include "algorithms/allreduce/shm_direct.hpp"
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "core/copy.hpp"
 #include "core/reduce.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -36,29 +36,29 @@
 namespace chorus::algorithms {
 namespace {
 
-using transport::shm::HostArena;
+using transport::HostArena;
 
 constexpr std::size_t kOneRoundBytes = 16 * 1024;  ///< redundant reduction below this
 
-void allreduce_one_round(HostArena& arena, const CollectiveArgs& args, bool keeps_result,
+void allreduce_one_round(HostArena& arena, const Call& args, const Context& ctx, bool keeps_result,
                          int divisor) {
   const std::size_t bytes = bytes_of(args.count, args.dtype);
-  const std::uint64_t g = arena.begin_round(args.deadline, bytes);
+  const std::uint64_t g = arena.begin_round(ctx.deadline, bytes);
   copy_bytes(arena.buffer(arena.rank(), g), args.send, bytes);
   arena.post(2 * g);
   if (!keeps_result) return;
-  arena.wait_all(2 * g, args.deadline);
+  arena.wait_all(2 * g, ctx.deadline);
   std::vector<const void*> inputs;
   for (int k = 0; k < arena.size(); ++k) inputs.push_back(arena.buffer(k, g));
   reduce_all(args.recv, inputs, args.count, args, divisor);
 }
 
 /// One chunk of `count` elements at element `offset`.
-void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t offset,
+void allreduce_chunk(HostArena& arena, const Call& args, const Context& ctx, std::size_t offset,
                      std::size_t count, bool keeps_result, int divisor) {
   const int n = arena.size();
   const int r = arena.rank();
-  const std::uint64_t g = arena.begin_round(args.deadline, bytes_of(count, args.dtype));
+  const std::uint64_t g = arena.begin_round(ctx.deadline, bytes_of(count, args.dtype));
   const auto own = patterns::block_of(count, n, r);
   const std::byte* input = element_at(args.send, offset, args.dtype);
   std::byte* buffer = arena.buffer(r, g);
@@ -68,7 +68,7 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
   copy_bytes(element_at(buffer, after, args.dtype), element_at(input, after, args.dtype),
              bytes_of(count - after, args.dtype));
   arena.post(2 * g);
-  arena.wait_all(2 * g, args.deadline);
+  arena.wait_all(2 * g, ctx.deadline);
   std::byte* mine = element_at(buffer, own.offset, args.dtype);
   if (own.count > 0) {
     std::vector<const void*> inputs{element_at(input, own.offset, args.dtype)};
@@ -81,7 +81,7 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
   if (!keeps_result) return;
   for (int step = 0; step < n; ++step) {
     const int j = (r + step) % n;  // own slice first: it is ready
-    if (j != r) arena.wait_for(j, 2 * g + 1, args.deadline);
+    if (j != r) arena.wait_for(j, 2 * g + 1, ctx.deadline);
     const auto slice = patterns::block_of(count, n, j);
     copy_bytes(element_at(args.recv, offset + slice.offset, args.dtype),
                element_at(arena.buffer(j, g), slice.offset, args.dtype),
@@ -91,27 +91,45 @@ void allreduce_chunk(HostArena& arena, const CollectiveArgs& args, std::size_t o
 
 }  // namespace
 
-void reduce_through_arena(transport::Transport& transport, const CollectiveArgs& args,
-                          bool keeps_result) {
-  if (finish_trivial_call(transport, args)) return;
-  HostArena& arena = begin_arena_call(transport, args);
+void reduce_through_arena(const Call& args, const Context& ctx, bool keeps_result) {
+  if (finish_trivial_call(args, ctx)) return;
+  HostArena& arena = begin_arena_call(args, ctx);
   const int divisor = fold_half_average(args, arena.size());
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   if (bytes <= std::min(kOneRoundBytes, arena.round_bytes())) {
-    return allreduce_one_round(arena, args, keeps_result, divisor);
+    return allreduce_one_round(arena, args, ctx, keeps_result, divisor);
   }
   // Reduce: smaller rounds, so that the root copies one out while the others copy the next in.
   const std::size_t chunk = args.collective == Collective::Reduce
                                 ? arena_pipeline_elements(args.count, args.dtype, arena)
                                 : arena.round_bytes() / dtype_size(args.dtype);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
-    allreduce_chunk(arena, args, offset, std::min(chunk, args.count - offset), keeps_result,
+    allreduce_chunk(arena, args, ctx, offset, std::min(chunk, args.count - offset), keeps_result,
                     divisor);
   }
 }
 
-void allreduce_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
-  reduce_through_arena(transport, args, true);
+namespace {
+
+void run(const Call& args, const Context& ctx) { reduce_through_arena(args, ctx, true); }
+
+double cost(const CostInput& in) {
+  // Each rank writes its input to the arena and reads what it needs back, with two arena
+  // synchronisations.
+  const Shape s = in.shape();
+  const double m = in.m();
+  return arena_cost(in, 2, 3 * m, (s.n - 1) / s.n * m);
 }
+
+}  // namespace
+
+const Algorithm rows::allreduce_shm_direct{
+    .name = "shm_direct",
+    .description = "one host: every rank reduces its slice of all inputs in the arena",
+    .collective = Collective::AllReduce,
+    .needs = kNeedsArena,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

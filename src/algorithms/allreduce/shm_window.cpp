@@ -10,8 +10,8 @@
 // rank r alone, which writes a chunk only after reading it. Every element is reduced by
 // one rank, so all ranks hold the same bits. Memory traffic per rank: the message read
 // once and written once, against shm_direct's copy in, reduction and copy out.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "algorithms/window.hpp"
 #include "core/copy.hpp"
@@ -21,7 +21,7 @@
 namespace chorus::algorithms {
 namespace {
 
-void reduce_and_scatter_slice(const WindowCall& call, const CollectiveArgs& args, int n, int r) {
+void reduce_and_scatter_slice(const WindowCall& call, const Call& args, int n, int r) {
   const auto own = patterns::block_of(args.count, n, r);
   const std::size_t chunk = call.chunk_elements();
   for (std::size_t done = 0; done < own.count; done += chunk) {
@@ -36,16 +36,34 @@ void reduce_and_scatter_slice(const WindowCall& call, const CollectiveArgs& args
   }
 }
 
+const Algorithm* run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return nullptr;
+  const std::size_t bytes = bytes_of(args.count, args.dtype);
+  WindowCall call(args, ctx, bytes, bytes);
+  if (!call.usable()) return hand_over(rows::allreduce_shm_direct, args, ctx);
+  reduce_and_scatter_slice(call, args, ctx.size(), ctx.rank());
+  call.finish();
+  return nullptr;
+}
+
+double cost(const CostInput& in) {
+  // The cards and "done" are arena synchronisations; each rank reads the message once (its
+  // slice of every input) and writes it once (its slice of every output).
+  const Shape s = in.shape();
+  const double m = in.m();
+  return arena_cost(in, 2, 2 * m, (s.n - 1) / s.n * m);
+}
+
 }  // namespace
 
-void allreduce_shm_window(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const std::size_t bytes = bytes_of(args.count, args.dtype);
-  WindowCall call(transport, args, bytes, bytes);
-  if (!call.usable()) return run_shm_direct_instead(transport, args, allreduce_shm_direct);
-  reduce_and_scatter_slice(call, args, transport.size(), transport.rank());
-  if (args.average_folded) *args.average_folded = true;
-  call.finish();
-}
+const Algorithm rows::allreduce_shm_window{
+    .name = "shm_window",
+    .description = "one host, buffers in shared windows: each rank reduces its slice in place",
+    .collective = Collective::AllReduce,
+    .needs = kNeedsArena | kNeedsSharedWindows,
+    .cost = cost,
+    .run = run,
+    .folding = Folding::Averages,
+    .accepts = accepts_shared_window};
 
 }  // namespace chorus::algorithms

@@ -12,15 +12,17 @@
 // small blocks only. The work buffer is a snapshot, so in place is free.
 #include "algorithms/patterns/bruck.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void alltoall_bruck(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const std::size_t count = args.count;
   const std::size_t block_bytes = bytes_of(count, args.dtype);
   Scratch work(static_cast<std::size_t>(n) * count, args.dtype);
@@ -28,7 +30,7 @@ void alltoall_bruck(transport::Transport& transport, const CollectiveArgs& args)
   auto slot = [&](int index) { return work.at(static_cast<std::size_t>(index) * count); };
   const std::size_t most = static_cast<std::size_t>(n) * count;
   Scratch outgoing(most, args.dtype), incoming(most, args.dtype);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   for (int round = 0; round < patterns::bruck_rounds(n); ++round) {
     auto slots = patterns::bruck_alltoall_slots(n, round);
     for (std::size_t j = 0; j < slots.size(); ++j) {
@@ -49,5 +51,20 @@ void alltoall_bruck(transport::Transport& transport, const CollectiveArgs& args)
         slot(i), count, args.dtype);
   }
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.lg, s.lg * s.n / 2 * m, (s.lg * s.n + 2 * s.n) * m});
+}
+
+}  // namespace
+
+const Algorithm rows::alltoall_bruck{
+    .name = "bruck",
+    .description = "ceil(log2 n) rounds of packed blocks; for small blocks",
+    .collective = Collective::AllToAll,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

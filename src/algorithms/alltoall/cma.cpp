@@ -18,28 +18,30 @@
 // rank overwrites its blocks with what it reads, so the input is first copied to
 // a scratch buffer whose address goes on the card instead.
 #include "algorithms/cma.hpp"
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "algorithms/passes.hpp"
+#include "transport/arena/host_arena.hpp"
 
 namespace chorus::algorithms {
 
-void alltoall_cma(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
+namespace {
+
+const Algorithm* run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return nullptr;
+  const int n = ctx.size();
   const std::size_t block = bytes_of(args.count, args.dtype);
-  CollectiveArgs call_args = args;
+  Call call_args = args;
   Scratch snapshot;
   if (args.send == args.recv) {
     snapshot = Scratch(args.count * static_cast<std::size_t>(n), args.dtype);
     copy_elements(snapshot.data(), args.send, args.count * static_cast<std::size_t>(n), args.dtype);
     call_args.send = snapshot.data();
   }
-  CmaCall call(transport, call_args);
-  if (!call.usable()) return run_shm_direct_instead(transport, args, alltoall_shm_direct);
+  CmaCall call(call_args, ctx);
+  if (!call.usable()) return hand_over(rows::alltoall_shm_direct, args, ctx);
   auto& arena = call.arena();
   const int r = arena.rank();
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(ctx.deadline);
   copy_elements(element_at(args.recv, r * args.count, args.dtype),
                 element_at(call_args.send, r * args.count, args.dtype), args.count, args.dtype);
   for (int step = 1; step < n; ++step) {
@@ -48,7 +50,22 @@ void alltoall_cma(transport::Transport& transport, const CollectiveArgs& args) {
                    element_at(args.recv, p * args.count, args.dtype), block);
   }
   arena.post(2 * g);
-  arena.wait_all(2 * g, args.deadline);
+  arena.wait_all(2 * g, ctx.deadline);
+  return nullptr;
 }
+
+double cost(const CostInput& in) {
+  return cross_memory_cost(in, 2, (in.shape().n - 1) * in.m(), in.m());
+}
+
+}  // namespace
+
+const Algorithm rows::alltoall_cma{
+    .name = "cma",
+    .description = "one host: every rank reads its block of each peer's input directly",
+    .collective = Collective::AllToAll,
+    .needs = kNeedsArena | kNeedsCrossMemory,
+    .cost = cost,
+    .run = run};
 
 }  // namespace chorus::algorithms

@@ -10,15 +10,17 @@
 // sent (slot r - k is sent at step n - k), so the input is snapshotted first.
 #include "algorithms/patterns/pairwise.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void alltoall_pairwise(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const std::size_t bytes = bytes_of(args.count, args.dtype);
   auto slot = [&](auto* base, int peer) {
     return element_at(base, static_cast<std::size_t>(peer) * args.count, args.dtype);
@@ -31,12 +33,27 @@ void alltoall_pairwise(transport::Transport& transport, const CollectiveArgs& ar
     source = snapshot.data();
   }
   copy_elements(slot(args.recv, rank), slot(source, rank), args.count, args.dtype);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   for (int step = 1; step < n; ++step) {
     auto peers = patterns::pairwise_partners(rank, n, step);
     requests.exchange(peers.send_to, slot(source, peers.send_to), bytes, peers.recv_from,
                       slot(args.recv, peers.recv_from), bytes);
   }
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.n - 1, (s.n - 1) * m, m});
+}
+
+}  // namespace
+
+const Algorithm rows::alltoall_pairwise{
+    .name = "pairwise",
+    .description = "n - 1 steps: send to r + k, receive from r - k",
+    .collective = Collective::AllToAll,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -9,10 +9,10 @@
 //
 // Each byte for a peer is copied twice (in, out), the own block once. The copies
 // stream (stream_copy.hpp) once the call moves kStreamFromBytes in all.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/stream_copy.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -25,11 +25,9 @@ std::size_t slot(int writer, int reader) {
   return static_cast<std::size_t>(reader - (reader > writer ? 1 : 0));
 }
 
-}  // namespace
-
-void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  auto& arena = begin_arena_call(transport, args);
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  auto& arena = begin_arena_call(args, ctx);
   const int n = arena.size();
   const int r = arena.rank();
   const auto ranks = static_cast<std::size_t>(n);
@@ -39,7 +37,7 @@ void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& 
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::size_t piece = bytes_of(c, args.dtype);
-    const std::uint64_t g = arena.begin_round(args.deadline, piece * (ranks - 1));
+    const std::uint64_t g = arena.begin_round(ctx.deadline, piece * (ranks - 1));
     for (int j = 0; j < n; ++j) {
       if (j == r) continue;
       copy(arena.buffer(r, g) + piece * slot(r, j),
@@ -50,11 +48,26 @@ void alltoall_shm_direct(transport::Transport& transport, const CollectiveArgs& 
       copy(element_at(args.recv, r * args.count + offset, args.dtype),
            element_at(args.send, r * args.count + offset, args.dtype), piece);
     }
-    arena.for_each_ready(2 * g, args.deadline, [&](int j) {
+    arena.for_each_ready(2 * g, ctx.deadline, [&](int j) {
       copy(element_at(args.recv, j * args.count + offset, args.dtype),
            arena.buffer(j, g) + piece * slot(j, r), piece);
     });
   }
 }
+
+double cost(const CostInput& in) {
+  // n - 1 blocks in and out, the own one straight across.
+  return arena_cost(in, 2, (2 * in.shape().n - 1) * in.m());
+}
+
+}  // namespace
+
+const Algorithm rows::alltoall_shm_direct{
+    .name = "shm_direct",
+    .description = "one host: every rank writes its n - 1 peers' blocks to the arena",
+    .collective = Collective::AllToAll,
+    .needs = kNeedsArena,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

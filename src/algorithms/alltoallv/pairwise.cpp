@@ -11,19 +11,21 @@
 // send_displs[p] + send_counts[p]), so receives cannot overwrite unsent data.
 #include "algorithms/patterns/pairwise.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void alltoallv_pairwise(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   Scratch snapshot;
   const void* source = alltoallv_input(args, &snapshot);
   copy_alltoallv_self_block(args, rank, source);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   for (int step = 1; step < n; ++step) {
     auto peers = patterns::pairwise_partners(rank, n, step);
     auto to = static_cast<std::size_t>(peers.send_to);
@@ -34,5 +36,20 @@ void alltoallv_pairwise(transport::Transport& transport, const CollectiveArgs& a
                       bytes_of(args.recv_counts[from], args.dtype));
   }
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.n - 1, (s.n - 1) * m, m});
+}
+
+}  // namespace
+
+const Algorithm rows::alltoallv_pairwise{
+    .name = "pairwise",
+    .description = "n - 1 steps: send to r + k, receive from r - k",
+    .collective = Collective::AllToAllV,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

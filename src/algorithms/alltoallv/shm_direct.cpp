@@ -28,10 +28,10 @@
 // all, as in all-to-all); copies out of it when what it receives does. Each rank
 // decides alone: the choice changes how its own stores reach memory, not what
 // any peer sees.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/stream_copy.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <chorus/error.hpp>
 
@@ -43,7 +43,7 @@
 namespace chorus::algorithms {
 namespace {
 
-using transport::shm::HostArena;
+using transport::HostArena;
 
 constexpr std::size_t kPieceAlign = 64;
 constexpr std::size_t kWord = sizeof(std::uint64_t);
@@ -86,9 +86,10 @@ struct RoundPlan {
 /// One rank's part of one call.
 class Exchange {
  public:
-  Exchange(HostArena& arena, const CollectiveArgs& args, const void* source)
+  Exchange(HostArena& arena, const Call& args, Deadline deadline, const void* source)
       : arena_(arena),
         args_(args),
+        deadline_(deadline),
         source_(source),
         n_(arena.size()),
         r_(arena.rank()),
@@ -99,7 +100,7 @@ class Exchange {
   void run() {
     std::uint64_t rounds = own_rounds();
     for (std::uint64_t k = 1; k <= rounds; ++k) {
-      const std::uint64_t g = arena_.begin_round(args_.deadline);
+      const std::uint64_t g = arena_.begin_round(deadline_);
       write_round(g, k);
       arena_.post(2 * g);
       for (int step = 1; step < n_; ++step) {
@@ -155,7 +156,7 @@ class Exchange {
 
   /// Waits for rank j's round 1, checks what it sends this rank; returns its need.
   std::uint64_t read_header(int j, std::uint64_t g) {
-    arena_.wait_for(j, 2 * g, args_.deadline);
+    arena_.wait_for(j, 2 * g, deadline_);
     const std::byte* buffer = arena_.buffer(j, g);
     std::uint64_t need = 0, sent = 0;
     copy_bytes(&need, buffer, kWord);
@@ -180,13 +181,14 @@ class Exchange {
   void read_piece(int j, std::uint64_t g, std::uint64_t k) {
     const std::size_t bytes = plan_.carried(k, expected_from(j));
     if (bytes == 0) return;
-    if (k > 1) arena_.wait_for(j, 2 * g, args_.deadline);
+    if (k > 1) arena_.wait_for(j, 2 * g, deadline_);
     std::byte* block = element_at(args_.recv, args_.recv_displs[index(j)], args_.dtype);
     copy_out_(block + plan_.start(k), arena_.buffer(j, g) + plan_.offset(k, slot(j, r_)), bytes);
   }
 
   HostArena& arena_;
-  const CollectiveArgs& args_;
+  const Call& args_;
+  const Deadline deadline_;
   const void* source_;
   const int n_;
   const int r_;
@@ -195,15 +197,25 @@ class Exchange {
   const CopyFunction copy_out_;
 };
 
-}  // namespace
-
-void alltoallv_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
   Scratch snapshot;
   const void* source = alltoallv_input(args, &snapshot);
-  copy_alltoallv_self_block(args, transport.rank(), source);
-  HostArena& arena = begin_arena_call(transport, args);
-  Exchange(arena, args, source).run();
+  copy_alltoallv_self_block(args, ctx.rank(), source);
+  HostArena& arena = begin_arena_call(args, ctx);
+  Exchange(arena, args, ctx.deadline, source).run();
 }
+
+double cost(const CostInput& in) { return arena_cost(in, 2, (2 * in.shape().n - 1) * in.m()); }
+
+}  // namespace
+
+const Algorithm rows::alltoallv_shm_direct{
+    .name = "shm_direct",
+    .description = "one host: per-peer pieces in arena rounds; round 1 agrees counts",
+    .collective = Collective::AllToAllV,
+    .needs = kNeedsArena,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

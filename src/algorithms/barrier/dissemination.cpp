@@ -8,19 +8,32 @@
 // pair carries two messages of one barrier.
 #include "algorithms/patterns/dissemination.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void barrier_dissemination(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  RequestSet requests(transport, args);
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  RequestSet requests(args, ctx);
   for (int round = 0; round < patterns::dissemination_rounds(n); ++round) {
-    auto peers = patterns::dissemination_partners(transport.rank(), n, round);
+    auto peers = patterns::dissemination_partners(ctx.rank(), n, round);
     requests.exchange(peers.send_to, nullptr, 0, peers.recv_from, nullptr, 0);
   }
 }
+
+double cost(const CostInput& in) { return message_cost(in, {in.shape().lg, 0, 0}); }
+
+}  // namespace
+
+const Algorithm rows::barrier_dissemination{
+    .name = "dissemination",
+    .description = "ceil(log2 n) rounds of empty messages to r + 2^k",
+    .collective = Collective::Barrier,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -2,31 +2,41 @@
 // round's flag and waits until every other rank has posted it, so no rank
 // leaves before all have arrived. Also home of the helpers every shm_direct
 // algorithm shares.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "core/copy.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 namespace chorus::algorithms {
 
-bool accepts_host_arena(const CollectiveArgs& args, int /*nranks*/) { return args.host_arena; }
-
-transport::shm::HostArena& begin_arena_call(transport::Transport& transport,
-                                            const CollectiveArgs& args) {
-  transport::shm::HostArena* arena = transport.host_arena();
-  if (!arena) throw Error(Status::InternalError, "shm_direct ran without a host arena");
+transport::HostArena& begin_arena_call(const Call& args, const Context& ctx) {
+  transport::HostArena* arena = ctx.arena;
+  if (!arena) throw Error(Status::InternalError, "an arena algorithm ran without a host arena");
   // Calls that did not come through a communicator (tests, nested calls) carry no start.
-  const auto started = args.started == Clock::time_point{} ? Clock::now() : args.started;
+  const auto started = ctx.started == Clock::time_point{} ? Clock::now() : ctx.started;
   arena->begin_call(args.fingerprint, started);
   return *arena;
 }
 
-void barrier_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  auto& arena = begin_arena_call(transport, args);
-  const std::uint64_t g = arena.begin_round(args.deadline, 0);
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  auto& arena = begin_arena_call(args, ctx);
+  const std::uint64_t g = arena.begin_round(ctx.deadline, 0);
   arena.post(2 * g);
-  arena.wait_all(2 * g, args.deadline);
+  arena.wait_all(2 * g, ctx.deadline);
 }
+
+double cost(const CostInput& in) { return arena_cost(in, 1, 0); }
+
+}  // namespace
+
+const Algorithm rows::barrier_shm_direct{.name = "shm_direct",
+                                         .description = "one host: one round of arena flags",
+                                         .collective = Collective::Barrier,
+                                         .needs = kNeedsArena,
+                                         .cost = cost,
+                                         .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -7,18 +7,20 @@
 //
 // Off the root `send` is unused (may be NULL); out of place the root also
 // fills its own `recv`.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/binomial_tree.hpp"
 
 namespace chorus::algorithms {
 
-void broadcast_binomial(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const std::size_t bytes = bytes_of(args.count, args.dtype);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   const int parent = patterns::binomial_parent(rank, args.root, n);
   if (parent < 0) {
     copy_elements(args.recv, args.send, args.count, args.dtype);
@@ -32,5 +34,19 @@ void broadcast_binomial(transport::Transport& transport, const CollectiveArgs& a
   }
   requests.wait();
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  return message_cost(in, {s.lg, s.lg * in.m(), 0});
+}
+
+}  // namespace
+
+const Algorithm rows::broadcast_binomial{
+    .name = "binomial",
+    .description = "binomial tree from the root, largest subtree first",
+    .collective = Collective::Broadcast,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -11,18 +11,20 @@
 // fills its own `recv`.
 #include "algorithms/patterns/knomial_tree.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void broadcast_knomial(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const int radix = patterns::kDefaultRadix;
   const std::size_t bytes = bytes_of(args.count, args.dtype);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   const int parent = patterns::knomial_parent(rank, args.root, n, radix);
   if (parent < 0) {
     copy_elements(args.recv, args.send, args.count, args.dtype);
@@ -36,5 +38,18 @@ void broadcast_knomial(transport::Transport& transport, const CollectiveArgs& ar
   }
   requests.wait();
 }
+
+double cost(const CostInput& in) {
+  return message_cost(in, knomial_terms(in.machine.nranks, in.m(), false));
+}
+
+}  // namespace
+
+const Algorithm rows::broadcast_knomial{
+    .name = "knomial",
+    .description = "radix-4 tree from the root, largest subtree first",
+    .collective = Collective::Broadcast,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -1,7 +1,7 @@
 // Pipelined chain broadcast from any root.
 //
 // The ranks form the chain root -> root+1 -> ... (patterns::chain_links) and
-// the buffer is cut into chunks (args.chunk_bytes, which selection sets from
+// the buffer is cut into chunks (ctx.chunk_bytes, which selection sets from
 // the cost model, else patterns::pipeline_chunk_elements). Each rank
 // receives chunk c from its predecessor and forwards it to its successor while
 // chunk c+1 is already on its way, so all links carry data at once: with k
@@ -13,20 +13,23 @@
 // fills its own `recv`.
 #include "algorithms/patterns/ring.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace chorus::algorithms {
 
-void broadcast_ring(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const auto links = patterns::chain_links(transport.rank(), args.root, transport.size());
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const auto links = patterns::chain_links(ctx.rank(), args.root, ctx.size());
   const std::size_t element = dtype_size(args.dtype);
-  const std::size_t chunk = args.chunk_bytes >= element
-                                ? args.chunk_bytes / element
+  const std::size_t chunk = ctx.chunk_bytes >= element
+                                ? ctx.chunk_bytes / element
                                 : patterns::pipeline_chunk_elements(args.count, element);
   const std::size_t chunks = (args.count + chunk - 1) / chunk;
   auto chunk_at = [&](std::size_t c) { return element_at(args.recv, c * chunk, args.dtype); };
@@ -34,7 +37,7 @@ void broadcast_ring(transport::Transport& transport, const CollectiveArgs& args)
     return bytes_of(std::min(chunk, args.count - c * chunk), args.dtype);
   };
   if (links.prev < 0) copy_elements(args.recv, args.send, args.count, args.dtype);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   // One receive is posted ahead of the one awaited, so a chunk that arrives
   // early lands in place.
   transport::RequestId pending = 0;
@@ -49,5 +52,31 @@ void broadcast_ring(transport::Transport& transport, const CollectiveArgs& args)
   }
   requests.wait();
 }
+
+/// The chunk that minimises the modelled time, c = sqrt(bytes * alpha / ((n - 2) * beta))
+/// clamped to [4 KiB, 4 MiB].
+std::size_t chunk(const CostInput& in) {
+  const LinkCost& link = message_link(in);
+  const double hops = std::max(in.machine.nranks - 2, 1);
+  const double best = std::sqrt(in.m() * link.alpha / (hops * link.beta));
+  return static_cast<std::size_t>(std::clamp(best, 4096.0, 4.0 * 1024 * 1024));
+}
+
+double cost(const CostInput& in) {
+  // k chunks of c bytes: n - 2 + k chunk steps (the last rank has all after them).
+  const double m = in.m();
+  const double c = in.chunk_bytes ? static_cast<double>(in.chunk_bytes) : std::max(m / 8, 1024.0);
+  const double steps = std::max(in.shape().n - 2, 0.0) + std::ceil(std::max(m, 1.0) / c);
+  return message_link(in).time(steps, steps * std::min(c, m));
+}
+
+}  // namespace
+
+const Algorithm rows::broadcast_ring{.name = "ring",
+                                     .description = "pipelined chain from the root, in chunks",
+                                     .collective = Collective::Broadcast,
+                                     .cost = cost,
+                                     .run = runs<run>,
+                                     .chunk = chunk};
 
 }  // namespace chorus::algorithms

@@ -6,25 +6,43 @@
 // root's flag, because it reads their buffers until then. No rank copies into the
 // arena: each block is copied once, by the root.
 #include "algorithms/cma.hpp"
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "algorithms/passes.hpp"
+#include "transport/arena/host_arena.hpp"
 
 namespace chorus::algorithms {
 
-void gather_cma(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  CmaCall call(transport, args);
-  if (!call.usable()) return run_shm_direct_instead(transport, args, gather_shm_direct);
+namespace {
+
+const Algorithm* run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return nullptr;
+  CmaCall call(args, ctx);
+  if (!call.usable()) return hand_over(rows::gather_shm_direct, args, ctx);
   auto& arena = call.arena();
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(ctx.deadline);
   if (arena.rank() != args.root) {
     arena.post(2 * g);
-    arena.wait_for(args.root, 2 * g, args.deadline);
-    return;
+    arena.wait_for(args.root, 2 * g, ctx.deadline);
+    return nullptr;
   }
   read_every_block(call, args);
   arena.post(2 * g);
+  return nullptr;
 }
+
+double cost(const CostInput& in) {
+  // The root reads n - 1 blocks in turn.
+  return cross_memory_cost(in, 2, (in.shape().n - 1) * in.m(), in.m());
+}
+
+}  // namespace
+
+const Algorithm rows::gather_cma{
+    .name = "cma",
+    .description = "one host: the root reads every peer's block with a cross-memory read",
+    .collective = Collective::Gather,
+    .needs = kNeedsArena | kNeedsCrossMemory,
+    .cost = cost,
+    .run = run};
 
 }  // namespace chorus::algorithms

@@ -13,22 +13,24 @@
 //
 // Half types: leaves send their input in the half type, every other rank its partial result
 // in fp32 (algorithms/partials.hpp); the root rounds once, when it folds in its last child.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/binomial_tree.hpp"
 #include "core/reduce.hpp"
 
 namespace chorus::algorithms {
 
-void reduce_binomial(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const DataType partial = partial_type(args);
   const int divisor = fold_half_average(args, n);
   const int parent = patterns::binomial_parent(rank, args.root, n);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   // What a rank sends up: a leaf its input, any other rank a partial result.
   auto sent_type = [&](int r) {
     return patterns::binomial_children(r, args.root, n).empty() ? args.dtype : partial;
@@ -60,5 +62,20 @@ void reduce_binomial(transport::Transport& transport, const CollectiveArgs& args
     requests.wait();
   }
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.lg, s.lg * m, s.lg * m});
+}
+
+}  // namespace
+
+const Algorithm rows::reduce_binomial{.name = "binomial",
+                                      .description = "binomial tree towards the root",
+                                      .collective = Collective::Reduce,
+                                      .cost = cost,
+                                      .run = runs<run>,
+                                      .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

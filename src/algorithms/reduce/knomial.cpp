@@ -14,25 +14,27 @@
 // in fp32 (algorithms/partials.hpp); the root rounds once, when it folds in its last child.
 #include "algorithms/patterns/knomial_tree.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "core/reduce.hpp"
 
 #include <vector>
 
 namespace chorus::algorithms {
 
-void reduce_knomial(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const int radix = patterns::kDefaultRadix;
   const DataType partial = partial_type(args);
   const int divisor = fold_half_average(args, n);
   const int parent = patterns::knomial_parent(rank, args.root, n, radix);
   auto children = patterns::knomial_children(rank, args.root, n, radix);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   // What a rank sends up: a leaf its input, any other rank a partial result.
   auto sent_type = [&](int r) {
     return patterns::knomial_children(r, args.root, n, radix).empty() ? args.dtype : partial;
@@ -66,5 +68,19 @@ void reduce_knomial(transport::Transport& transport, const CollectiveArgs& args)
     requests.wait();
   }
 }
+
+double cost(const CostInput& in) {
+  return message_cost(in, knomial_terms(in.machine.nranks, in.m(), true));
+}
+
+}  // namespace
+
+const Algorithm rows::reduce_knomial{
+    .name = "knomial",
+    .description = "radix-4 tree towards the root, children received at once",
+    .collective = Collective::Reduce,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

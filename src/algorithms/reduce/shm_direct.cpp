@@ -4,12 +4,31 @@
 // buffers into its own buffer and posts again; the root copies every slice out.
 // Small messages take one round in which only the root reduces all buffers.
 #include "algorithms/allreduce/shm_direct.hpp"
-#include "algorithms/catalog.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void reduce_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
-  reduce_through_arena(transport, args, transport.rank() == args.root);
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  reduce_through_arena(args, ctx, ctx.rank() == args.root);
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return arena_cost(in, 2, 2 * m + m / s.n, (s.n - 1) / s.n * m);
+}
+
+}  // namespace
+
+const Algorithm rows::reduce_shm_direct{
+    .name = "shm_direct",
+    .description = "one host: slices reduced in the arena, the root copies out",
+    .collective = Collective::Reduce,
+    .needs = kNeedsArena,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

@@ -15,40 +15,68 @@
 // (algorithms/partials.hpp) and rounded once, by the last step.
 #include "algorithms/patterns/pairwise.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
+#include "algorithms/patterns/blocks.hpp"
 #include "core/reduce.hpp"
 
 namespace chorus::algorithms {
 
-void reduce_scatter_pairwise(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
-  const std::size_t bytes = bytes_of(args.count, args.dtype);
-  auto block = [&](int index) {
-    return element_at(args.send, static_cast<std::size_t>(index) * args.count, args.dtype);
-  };
+using patterns::block_of;
+
+void pairwise_reduce_scatter_pass(const Call& args, const Context& ctx, const void* contribution,
+                                  std::size_t total, void* out) {
+  const int n = ctx.size();
+  const int rank = ctx.rank();
+  const DataType dtype = args.dtype;
+  auto block = [&](int index) { return block_of(total, n, index); };
+  const std::size_t mine = block(rank).count;
   const DataType partial = partial_type(args);
   const int divisor = fold_half_average(args, n);
-  Scratch own_sum(partial == args.dtype ? 0 : args.count, partial);
-  void* sum = partial == args.dtype ? args.recv : own_sum.data();  // the running result
-  Operand current{block(rank), args.dtype};
-  Scratch incoming(args.count, args.dtype);
-  RequestSet requests(transport, args);
+  Scratch own_sum(partial == dtype ? 0 : mine, partial);
+  void* sum = partial == dtype ? out : own_sum.data();  // the running result
+  Operand current{element_at(contribution, block(rank).offset, dtype), dtype};
+  Scratch incoming(mine, dtype);
+  RequestSet requests(args, ctx);
   for (int step = 1; step < n; ++step) {
     auto peers = patterns::pairwise_partners(rank, n, step);
-    requests.exchange(peers.send_to, block(peers.send_to), bytes, peers.recv_from, incoming.data(),
-                      bytes);
-    const Operand theirs{incoming.data(), args.dtype};
+    const auto sent = block(peers.send_to);
+    requests.exchange(peers.send_to, element_at(contribution, sent.offset, dtype),
+                      bytes_of(sent.count, dtype), peers.recv_from, incoming.data(),
+                      bytes_of(mine, dtype));
+    const Operand theirs{incoming.data(), dtype};
     if (step == n - 1) {
-      reduce_operands(args.recv, args.dtype, current, theirs, args.count, args.op, divisor);
+      reduce_operands(out, dtype, current, theirs, mine, args.op, divisor);
     } else {
-      reduce_operands(sum, partial, current, theirs, args.count, args.op);
+      reduce_operands(sum, partial, current, theirs, mine, args.op);
     }
     current = {sum, partial};
   }
 }
+
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const auto n = static_cast<std::size_t>(ctx.size());
+  pairwise_reduce_scatter_pass(args, ctx, args.send, n * args.count, args.recv);
+}
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double others = (s.n - 1) * in.m();
+  return message_cost(in, {s.n - 1, others, others});
+}
+
+}  // namespace
+
+const Algorithm rows::reduce_scatter_pairwise{
+    .name = "pairwise",
+    .description = "n - 1 steps: each block sent straight to its owner",
+    .collective = Collective::ReduceScatter,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

@@ -15,25 +15,27 @@
 // Half types: the fold and the halving rounds carry partial sums in fp32
 // (algorithms/partials.hpp; unreduced input travels in the half type), and each block is
 // rounded once, by its core rank, before it goes to its owner.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "algorithms/patterns/recursive_doubling.hpp"
 #include "core/reduce.hpp"
 
 namespace chorus::algorithms {
 
-void reduce_scatter_recursive_halving(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const auto plan = patterns::recursive_doubling(rank, n);
   const std::size_t total = static_cast<std::size_t>(n) * args.count;
   const std::size_t block_bytes = bytes_of(args.count, args.dtype);
   const int owner = patterns::block_owner(static_cast<std::size_t>(n), plan.core_size,
                                           static_cast<std::size_t>(rank));
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   if (plan.is_extra) {
     requests.send(plan.fold_partner, args.send, bytes_of(total, args.dtype));
     requests.wait();
@@ -57,7 +59,7 @@ void reduce_scatter_recursive_halving(transport::Transport& transport, const Col
                     total, args.op);
   }
   const CoreGroups groups{static_cast<std::size_t>(n), args.count, plan.core_size};
-  halving_reduce_scatter_pass(transport, args, input, work.data(), groups);
+  halving_reduce_scatter_pass(args, ctx, input, work.data(), groups);
   // This rank's blocks, final: rounded (and divided) once, into `finals` for the peers.
   auto mine = patterns::block_of(static_cast<std::size_t>(n), plan.core_size, rank);
   const bool rounds = partial != args.dtype;
@@ -72,5 +74,23 @@ void reduce_scatter_recursive_halving(transport::Transport& transport, const Col
   if (owner != rank) requests.recv(owner, args.recv, block_bytes);
   requests.wait();
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  const double total = s.n * m;
+  const double half = (s.p - 1) / s.p * total;
+  return message_cost(in, {s.log2p + 2 * s.f, half + s.f * (total + m), half + (1 + s.f) * total});
+}
+
+}  // namespace
+
+const Algorithm rows::reduce_scatter_recursive_halving{
+    .name = "recursive_halving",
+    .description = "log2 n halving exchanges; extra ranks fold in first",
+    .collective = Collective::ReduceScatter,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

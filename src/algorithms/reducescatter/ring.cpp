@@ -19,9 +19,9 @@
 // is a half type; at n ranks n - 2 of the n - 1 steps carry fp32.
 #include "algorithms/patterns/ring.hpp"
 
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 #include "core/reduce.hpp"
 
@@ -29,16 +29,16 @@ namespace chorus::algorithms {
 
 using patterns::block_of;
 
-void ring_reduce_scatter_pass(transport::Transport& transport, const CollectiveArgs& args,
-                              const void* contribution, std::size_t total, void* out) {
-  const int n = transport.size();
-  const int rank = transport.rank();
+void ring_reduce_scatter_pass(const Call& args, const Context& ctx, const void* contribution,
+                              std::size_t total, void* out) {
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const DataType dtype = args.dtype;
   const DataType partial = partial_type(args);
   const int divisor = fold_half_average(args, n);
   const std::size_t largest = block_of(total, n, 0).count;
   Scratch outgoing(largest, partial), incoming(largest, partial);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   for (int step = 0; step < n - 1; ++step) {
     auto blocks = patterns::reduce_scatter_step(rank, n, step);
     auto sent = block_of(total, n, blocks.send_block);
@@ -61,10 +61,28 @@ void ring_reduce_scatter_pass(transport::Transport& transport, const CollectiveA
   }
 }
 
-void reduce_scatter_ring(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const auto n = static_cast<std::size_t>(transport.size());
-  ring_reduce_scatter_pass(transport, args, args.send, n * args.count, args.recv);
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const auto n = static_cast<std::size_t>(ctx.size());
+  ring_reduce_scatter_pass(args, ctx, args.send, n * args.count, args.recv);
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double others = (s.n - 1) * in.m();
+  return message_cost(in, {s.n - 1, others, others});
+}
+
+}  // namespace
+
+const Algorithm rows::reduce_scatter_ring{
+    .name = "ring",
+    .description = "n - 1 ring steps, one partially reduced block each",
+    .collective = Collective::ReduceScatter,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

@@ -8,12 +8,12 @@
 // (host_arena.hpp). In place, the output overlaps only input block r's piece,
 // which was copied into the arena first. Half types travel as half types and are summed
 // from all n pieces in fp32 and rounded once (algorithms/partials.hpp).
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
+#include "algorithms/passes.hpp"
 #include "core/copy.hpp"
 #include "core/reduce.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -22,35 +22,50 @@
 namespace chorus::algorithms {
 namespace {
 
-using transport::shm::HostArena;
+using transport::HostArena;
 
-void reduce_scatter_round(HostArena& arena, const CollectiveArgs& args, std::size_t offset,
-                          std::size_t c, int divisor) {
+void reduce_scatter_round(HostArena& arena, const Call& args, const Context& ctx,
+                          std::size_t offset, std::size_t c, int divisor) {
   const int n = arena.size();
   const int r = arena.rank();
   const std::size_t piece = bytes_of(c, args.dtype);
-  const std::uint64_t g = arena.begin_round(args.deadline, piece * n);
+  const std::uint64_t g = arena.begin_round(ctx.deadline, piece * n);
   std::byte* mine = arena.buffer(r, g);
   for (int j = 0; j < n; ++j) {
     copy_bytes(mine + piece * j, element_at(args.send, j * args.count + offset, args.dtype), piece);
   }
   arena.post(2 * g);
-  arena.wait_all(2 * g, args.deadline);
+  arena.wait_all(2 * g, ctx.deadline);
   std::vector<const void*> inputs;
   for (int k = 0; k < n; ++k) inputs.push_back(arena.buffer(k, g) + piece * r);
   reduce_all(element_at(args.recv, offset, args.dtype), inputs, c, args, divisor);
 }
 
-}  // namespace
-
-void reduce_scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  HostArena& arena = begin_arena_call(transport, args);
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  HostArena& arena = begin_arena_call(args, ctx);
   const int divisor = fold_half_average(args, arena.size());
   const std::size_t chunk = arena.round_bytes() / (dtype_size(args.dtype) * arena.size());
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
-    reduce_scatter_round(arena, args, offset, std::min(chunk, args.count - offset), divisor);
+    reduce_scatter_round(arena, args, ctx, offset, std::min(chunk, args.count - offset), divisor);
   }
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return arena_cost(in, 2, 2 * s.n * m, (s.n - 1) * m);
+}
+
+}  // namespace
+
+const Algorithm rows::reduce_scatter_shm_direct{
+    .name = "shm_direct",
+    .description = "one host: every rank reduces its block of all inputs in the arena",
+    .collective = Collective::ReduceScatter,
+    .needs = kNeedsArena,
+    .cost = cost,
+    .run = runs<run>,
+    .folding = Folding::Halves};
 
 }  // namespace chorus::algorithms

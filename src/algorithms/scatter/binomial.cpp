@@ -9,19 +9,21 @@
 // messages at the root.
 //
 // Off the root `send` is unused (may be NULL); leaves receive straight into `recv`.
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/patterns/binomial_tree.hpp"
 
 namespace chorus::algorithms {
 
-void scatter_binomial(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  const int n = transport.size();
-  const int rank = transport.rank();
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  const int n = ctx.size();
+  const int rank = ctx.rank();
   const int parent = patterns::binomial_parent(rank, args.root, n);
   const auto children = patterns::binomial_children(rank, args.root, n);
-  RequestSet requests(transport, args);
+  RequestSet requests(args, ctx);
   if (children.empty()) {
     requests.recv(parent, args.recv, bytes_of(args.count, args.dtype));
     requests.wait();
@@ -46,5 +48,15 @@ void scatter_binomial(transport::Transport& transport, const CollectiveArgs& arg
   copy_elements(args.recv, staged.data(), args.count, args.dtype);
   requests.wait();
 }
+
+double cost(const CostInput& in) { return message_cost(in, binomial_gather_scatter_terms(in)); }
+
+}  // namespace
+
+const Algorithm rows::scatter_binomial{.name = "binomial",
+                                       .description = "subtrees scattered down a binomial tree",
+                                       .collective = Collective::Scatter,
+                                       .cost = cost,
+                                       .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -7,29 +7,48 @@
 // nobody reads their buffers. The copies run on the receiving ranks at once, instead of
 // the root copying every block into the arena first.
 #include "algorithms/cma.hpp"
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "algorithms/passes.hpp"
+#include "transport/arena/host_arena.hpp"
 
 namespace chorus::algorithms {
 
-void scatter_cma(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  CmaCall call(transport, args);
-  if (!call.usable()) return run_shm_direct_instead(transport, args, scatter_shm_direct);
+namespace {
+
+const Algorithm* run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return nullptr;
+  CmaCall call(args, ctx);
+  if (!call.usable()) return hand_over(rows::scatter_shm_direct, args, ctx);
   auto& arena = call.arena();
   const int r = arena.rank();
-  const std::uint64_t g = arena.begin_round(args.deadline);
+  const std::uint64_t g = arena.begin_round(ctx.deadline);
   const std::size_t block = bytes_of(args.count, args.dtype);
   if (r == args.root) {
     copy_elements(args.recv, element_at(args.send, r * args.count, args.dtype), args.count,
                   args.dtype);
     arena.post(2 * g);
-    arena.wait_all(2 * g, args.deadline);
+    arena.wait_all(2 * g, ctx.deadline);
   } else {
     call.read_send(args.root, block * static_cast<std::size_t>(r), args.recv, block);
     arena.post(2 * g);
   }
+  return nullptr;
 }
+
+double cost(const CostInput& in) {
+  // n - 1 ranks read a block of the root's buffer at once, but through the host's one memory
+  // and, when ranks outnumber cores, on shared cores.
+  return cross_memory_cost(in, 2, (in.shape().n - 1) * in.m(), in.m());
+}
+
+}  // namespace
+
+const Algorithm rows::scatter_cma{
+    .name = "cma",
+    .description = "one host: every rank reads its block of the root's buffer directly",
+    .collective = Collective::Scatter,
+    .needs = kNeedsArena | kNeedsCrossMemory,
+    .cost = cost,
+    .run = run};
 
 }  // namespace chorus::algorithms

@@ -3,21 +3,23 @@
 // Block p of the root's `send` goes to rank p; the root copies its own block
 // (nothing in place, where `recv` already is that block). One step, n - 1
 // messages leaving the root. Off the root `send` is unused (may be NULL).
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 
 namespace chorus::algorithms {
 
-void scatter_linear(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
   const std::size_t bytes = bytes_of(args.count, args.dtype);
-  RequestSet requests(transport, args);
-  if (transport.rank() != args.root) {
+  RequestSet requests(args, ctx);
+  if (ctx.rank() != args.root) {
     requests.recv(args.root, args.recv, bytes);
     requests.wait();
     return;
   }
-  for (int peer = 0; peer < transport.size(); ++peer) {
+  for (int peer = 0; peer < ctx.size(); ++peer) {
     const void* block =
         element_at(args.send, static_cast<std::size_t>(peer) * args.count, args.dtype);
     if (peer == args.root) {
@@ -28,5 +30,19 @@ void scatter_linear(transport::Transport& transport, const CollectiveArgs& args)
   }
   requests.wait();
 }
+
+double cost(const CostInput& in) {
+  const Shape s = in.shape();
+  const double m = in.m();
+  return message_cost(in, {s.n - 1, (s.n - 1) * m, m});
+}
+
+}  // namespace
+
+const Algorithm rows::scatter_linear{.name = "linear",
+                                     .description = "the root sends every rank its block",
+                                     .collective = Collective::Scatter,
+                                     .cost = cost,
+                                     .run = runs<run>};
 
 }  // namespace chorus::algorithms

@@ -2,20 +2,22 @@
 // elements at `offset` of block j) of every block into its round buffer and
 // posts 2g; rank j waits for that flag and copies piece j out. The root's own
 // block goes straight from send to recv (nothing in place).
-#include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "algorithms/passes.hpp"
 #include "algorithms/stream_copy.hpp"
 #include "core/copy.hpp"
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 namespace chorus::algorithms {
 
-void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& args) {
-  if (finish_trivial_call(transport, args)) return;
-  auto& arena = begin_arena_call(transport, args);
+namespace {
+
+void run(const Call& args, const Context& ctx) {
+  if (finish_trivial_call(args, ctx)) return;
+  auto& arena = begin_arena_call(args, ctx);
   const int n = arena.size();
   const int r = arena.rank();
   const bool root = r == args.root;
@@ -26,7 +28,7 @@ void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& a
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::size_t piece = bytes_of(c, args.dtype);
-    const std::uint64_t g = arena.begin_round(args.deadline, piece * n);
+    const std::uint64_t g = arena.begin_round(ctx.deadline, piece * n);
     if (root) {
       for (int j = 0; j < n; ++j) {
         if (j == r) continue;
@@ -41,9 +43,21 @@ void scatter_shm_direct(transport::Transport& transport, const CollectiveArgs& a
                     copy);
       continue;
     }
-    arena.wait_for(args.root, 2 * g, args.deadline);
+    arena.wait_for(args.root, 2 * g, ctx.deadline);
     copy(element_at(args.recv, offset, args.dtype), arena.buffer(args.root, g) + piece * r, piece);
   }
 }
+
+double cost(const CostInput& in) { return arena_cost(in, 2, (in.shape().n + 1) * in.m()); }
+
+}  // namespace
+
+const Algorithm rows::scatter_shm_direct{
+    .name = "shm_direct",
+    .description = "one host: the root writes the arena, every rank copies its block",
+    .collective = Collective::Scatter,
+    .needs = kNeedsArena,
+    .cost = cost,
+    .run = runs<run>};
 
 }  // namespace chorus::algorithms

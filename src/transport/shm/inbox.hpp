@@ -7,9 +7,9 @@
 // Layout: [InboxHeader][slot 0: RingControl, capacity bytes]...[slot n-1: ...]
 #pragma once
 
+#include "transport/arena/segment.hpp"
 #include "transport/doorbell.hpp"
 #include "transport/shm/ring.hpp"
-#include "transport/shm/segment.hpp"
 
 #include <cstdint>
 #include <memory>

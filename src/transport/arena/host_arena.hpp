@@ -38,16 +38,16 @@
 // caught by the flag, and its record then fails the check.
 // Waiting follows the transport's WaitPolicy (spin, then yield; only yield when ranks
 // outnumber the CPUs), then sleeps on the arena's futex doorbell (5 ms at most), calling
-// the ArenaWatcher (the progress engine: aborts, dead peers, probes) every millisecond,
+// the transport's Liveness (transport/liveness.hpp: aborts, dead peers, probes) every millisecond,
 // so nothing hangs.
 #pragma once
 
 #include "bootstrap/store.hpp"
 #include "core/collective.hpp"
 #include "core/deadline.hpp"
+#include "transport/arena/windows.hpp"
 #include "transport/doorbell.hpp"
-#include "transport/shm/segment.hpp"
-#include "transport/shm/windows.hpp"
+#include "transport/liveness.hpp"
 #include "transport/wait_policy.hpp"
 
 #include <chorus/error.hpp>
@@ -62,6 +62,10 @@
 #include <vector>
 
 namespace chorus::transport::shm {
+class Segment;  // transport/arena/segment.hpp
+}  // namespace chorus::transport::shm
+
+namespace chorus::transport {
 
 /// Which call a rank's round belongs to; `round` is 0 while being rewritten.
 /// Aligned so that no record straddles two cache lines (one transfer per check).
@@ -91,29 +95,6 @@ static_assert(sizeof(RecordLine) == 64);
 struct alignas(64) FlagLine {
   std::atomic<std::uint64_t> flag{0};
   RecordLine rounds[kLanes];
-};
-
-/// What the arena asks of the transport while it waits.
-class ArenaWatcher {
- public:
-  virtual ~ArenaWatcher() = default;
-  /// One liveness pass: throws (and breaks the transport) when it is aborted, a
-  /// peer aborted, or a probe shows a peer in another call `call`. A peer that is gone
-  /// (closed its connection, or died) is only noted: see arena_lost.
-  /// `send_probe`: tell every peer which call this rank waits in.
-  virtual void arena_check(const Fingerprint& call, bool send_probe) = 0;
-  /// The loss of rank `r` (it closed its connection: it destroyed its communicator, or
-  /// died), or nothing. The arena fails a wait for r with it only when r's flag does not
-  /// satisfy the wait: a peer that finished its part of a call and left is no failure of
-  /// the ranks that still read what it wrote.
-  virtual std::optional<Error> arena_lost(int r) = 0;
-  /// Breaks the transport with `error` and throws it.
-  [[noreturn]] virtual void arena_fail(const Error& error) = 0;
-  /// Throws what broke the transport, if anything has (no progress, no liveness pass).
-  virtual void arena_throw_if_broken() = 0;
-  /// Where the transport last saw each rank (messages, probes), for the timeout sentence;
-  /// empty when it knows nothing.
-  virtual std::vector<std::optional<Fingerprint>> arena_sightings() { return {}; }
 };
 
 class HostArena {
@@ -172,8 +153,14 @@ class HostArena {
   template <typename Take>
   void for_each_ready(std::uint64_t value, Deadline deadline, Take&& take);
 
-  void set_watcher(ArenaWatcher* watcher) { watcher_ = watcher; }
-  /// How wait_for polls, yields and sleeps (the transport's, chosen for this host).
+  /// Connects the arena's waits to the transport's liveness (aborts, dead peers, probes) and
+  /// takes its wait policy; `liveness` must outlive the arena. Without it (tests) waits see
+  /// only the deadline.
+  void set_liveness(Liveness* liveness) {
+    watcher_ = liveness;
+    if (liveness) wait_policy_ = liveness->wait_policy();
+  }
+  /// How wait_for polls, yields and sleeps (set_liveness takes the transport's).
   void set_wait_policy(const WaitPolicy& policy) { wait_policy_ = policy; }
   /// Whether this host has more ranks than CPUs (the wait policy's verdict): a round handed
   /// to a rank that is not running then costs a scheduler slice, so fewer rounds are better.
@@ -193,7 +180,7 @@ class HostArena {
   void wait_any(std::span<const int> ranks, std::uint64_t value, Deadline deadline);
   /// Polls `reached()` (a flag of `awaited` at `value`), then yields, then sleeps (the wait
   /// policy), with watcher passes and the deadline. Fails when one of the `awaited` ranks is
-  /// gone (ArenaWatcher::arena_lost) and `reached()` still is not.
+  /// gone (Liveness::arena_lost) and `reached()` still is not.
   template <typename Reached>
   void wait_until(Reached&& reached, std::uint64_t value, std::span<const int> awaited,
                   Deadline deadline);
@@ -213,7 +200,7 @@ class HostArena {
   FlagLine* lines_ = nullptr;  ///< the segment's head: every rank's FlagLine
   std::byte* slots_ = nullptr;
   Doorbell doorbell_;
-  ArenaWatcher* watcher_ = nullptr;
+  Liveness* watcher_ = nullptr;  ///< the transport's liveness, or none
   WaitPolicy wait_policy_;
   WindowTable windows_;
   Fingerprint call_;
@@ -277,4 +264,4 @@ void HostArena::for_each_ready(std::uint64_t value, Deadline deadline, Take&& ta
   }
 }
 
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport

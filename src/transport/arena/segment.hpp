@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 
 class Segment {
  public:
@@ -39,4 +39,4 @@ class Segment {
   bool linked_ = false;  ///< true while this (creating) object still owns the name
 };
 
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport

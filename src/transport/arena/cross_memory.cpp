@@ -1,5 +1,5 @@
 // Cross-memory reads; see cross_memory.hpp.
-#include "transport/shm/cross_memory.hpp"
+#include "transport/arena/cross_memory.hpp"
 
 #include "core/copy.hpp"
 #include "transport/shm/process_state.hpp"
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <thread>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 namespace {
 
 /// One process_vm_readv of up to `bytes`; returns the bytes read or -1 (errno set).
@@ -55,10 +55,10 @@ bool CrossMemory::failed_by_exit(pid_t pid, int error) {
   if (error == ESRCH) return true;
   constexpr auto kStep = std::chrono::milliseconds(5);
   for (auto waited = std::chrono::milliseconds(0); waited < kExitGrace; waited += kStep) {
-    if (!process_alive(pid)) return true;
+    if (!shm::process_alive(pid)) return true;
     std::this_thread::sleep_for(kStep);
   }
   return false;
 }
 
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport

@@ -1,9 +1,9 @@
 // Shared windows; see windows.hpp.
-#include "transport/shm/windows.hpp"
+#include "transport/arena/windows.hpp"
 
 #include <algorithm>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 
 std::byte* WindowTable::add(std::uint64_t id, std::shared_ptr<Segment> segment, std::size_t stride,
                             std::size_t bytes, int rank) {
@@ -44,4 +44,4 @@ std::byte* WindowTable::part(std::uint64_t id, int r) const {
   return nullptr;
 }
 
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport

@@ -1,5 +1,5 @@
 // POSIX shared-memory segments.
-#include "transport/shm/segment.hpp"
+#include "transport/arena/segment.hpp"
 
 #include <chorus/error.hpp>
 
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 namespace {
 
 [[noreturn]] void throw_system(const std::string& what, int code) {
@@ -85,4 +85,4 @@ void Segment::unlink() noexcept {
   linked_ = false;
 }
 
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport

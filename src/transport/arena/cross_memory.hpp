@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 
 class CrossMemory {
  public:
@@ -45,4 +45,4 @@ class CrossMemory {
   pid_t self_;
 };
 
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport

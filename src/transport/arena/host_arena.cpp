@@ -1,5 +1,5 @@
 // The host arena; see host_arena.hpp.
-#include "transport/shm/host_arena.hpp"
+#include "transport/arena/host_arena.hpp"
 
 #include "core/env.hpp"
 #include "transport/stall_probe.hpp"
@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <charconv>
 
-namespace chorus::transport::shm {
+namespace chorus::transport {
 namespace {
 
 using namespace std::chrono_literals;
@@ -326,4 +326,4 @@ void HostArena::wait_until(Reached&& reached, std::uint64_t value, std::span<con
   }
 }
 
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport

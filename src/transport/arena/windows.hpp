@@ -12,7 +12,7 @@
 // names w again, so a call in which every rank names w finds it mapped everywhere.
 #pragma once
 
-#include "transport/shm/segment.hpp"
+#include "transport/arena/segment.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -23,6 +23,10 @@
 #include <vector>
 
 namespace chorus::transport::shm {
+class Segment;  // transport/arena/segment.hpp
+}  // namespace chorus::transport::shm
+
+namespace chorus::transport {
 
 /// Where a buffer lies in a window: its id and its byte offset inside the owner's part.
 struct WindowPlace {
@@ -62,4 +66,4 @@ class WindowTable {
   std::atomic<std::uint64_t> ids_{0};  ///< ids handed out so far
 };
 
-}  // namespace chorus::transport::shm
+}  // namespace chorus::transport
