@@ -127,6 +127,57 @@ TEST(CostModel, LoopbackTcpGatherAndScatterSkipTheTree) {
   }
 }
 
+// Half-type reductions carry their partial results in fp32: the algorithms that pass
+// partials along (ring, recursive halving, trees) pay twice their bytes, so large fp16/bf16
+// calls go to the ones that send only unreduced blocks; fp32 keeps its choices.
+TEST(CostModel, HalfTypesAvoidSendingPartialResults) {
+  for (int n : {3, 4, 8}) {
+    auto tcp = single_host_context(n);
+    tcp.machine.local_shm = false;
+    for (std::size_t bytes : {std::size_t{4} << 20, std::size_t{64} << 20}) {
+      Call halves = call(Collective::AllReduce, bytes / 2);
+      halves.dtype = DataType::Float16;
+      Call floats = call(Collective::AllReduce, bytes / 4);
+      floats.dtype = DataType::Float32;
+      EXPECT_EQ(chosen(halves, tcp), "pairwise") << n << " ranks, " << bytes;
+      EXPECT_NE(chosen(floats, tcp), "pairwise") << n << " ranks, " << bytes;
+      halves.collective = floats.collective = Collective::ReduceScatter;
+      halves.count /= static_cast<std::size_t>(n);
+      floats.count /= static_cast<std::size_t>(n);
+      EXPECT_EQ(chosen(halves, tcp), "pairwise") << n << " ranks, " << bytes;
+      EXPECT_NE(chosen(floats, tcp), "pairwise") << n << " ranks, " << bytes;
+      // Max keeps its partial results in the half type: the choice of fp32 at equal bytes.
+      halves.op = ReduceOp::Max;
+      EXPECT_EQ(chosen(halves, tcp), chosen(floats, tcp)) << n << " ranks, " << bytes;
+    }
+  }
+  // The ring's partials cost twice in fp16 and the same in fp32; pairwise the same in both.
+  auto tcp = single_host_context(4);
+  tcp.machine.local_shm = false;
+  auto modelled = [&](const Algorithm& algorithm, DataType dtype) {
+    return algorithm.cost(CostInput{Collective::AllReduce, 1 << 24, dtype, ReduceOp::Sum,
+                                    tcp.machine, tcp.parameters});
+  };
+  EXPECT_GT(modelled(rows::allreduce_ring, DataType::Bfloat16),
+            modelled(rows::allreduce_ring, DataType::Float32));
+  EXPECT_EQ(modelled(rows::allreduce_pairwise, DataType::Bfloat16),
+            modelled(rows::allreduce_pairwise, DataType::Float32));
+  EXPECT_EQ(modelled(rows::allreduce_ring, DataType::Float32),
+            modelled(rows::allreduce_pairwise, DataType::Float32));
+}
+
+// Large reduces between hosts scatter, reduce and gather the blocks instead of sending the
+// whole buffer up a tree; TCP on one host, where every rank's bytes cost the shared cores,
+// keeps the tree.
+TEST(CostModel, LargeReducesBetweenHostsScatterAndGather) {
+  EXPECT_EQ(chosen(call(Collective::Reduce, 16 << 20), hosts_of(4, 1)), "scatter_gather");
+  EXPECT_EQ(chosen(call(Collective::Reduce, 16 << 20), hosts_of(8, 1)), "scatter_gather");
+  EXPECT_NE(chosen(call(Collective::Reduce, 64), hosts_of(4, 1)), "scatter_gather");
+  auto tcp = single_host_context(4);
+  tcp.machine.local_shm = false;
+  EXPECT_NE(chosen(call(Collective::Reduce, 16 << 20), tcp), "scatter_gather");
+}
+
 TEST(CostModel, TcpEverywhereCostsMoreThanShmRings) {
   auto shm = single_host_context(4);
   auto tcp = shm;

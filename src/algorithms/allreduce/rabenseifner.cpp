@@ -24,6 +24,8 @@
 #include "algorithms/patterns/recursive_doubling.hpp"
 #include "core/reduce.hpp"
 
+#include <algorithm>
+
 namespace chorus::algorithms {
 
 namespace {
@@ -53,10 +55,15 @@ void run(const Call& args, const Context& ctx) {
 }
 
 double cost(const CostInput& in) {
+  // Halving: the first exchange sends half the unreduced input, the later ones partial
+  // results (twice the bytes for half types); doubling moves final values; extras fold.
   const Shape s = in.shape();
   const double m = in.m();
   const double half = (s.p - 1) / s.p * m;
-  return message_cost(in, {2 * s.log2p + 2 * s.f, 2 * half + 2 * s.f * m, half + s.f * m});
+  const double partials = std::max(half - m / 2, 0.0);
+  return message_cost(
+      in, {2 * s.log2p + 2 * s.f, 2 * half + 2 * s.f * m + (in.partial_scale() - 1) * partials,
+           half + s.f * m});
 }
 
 }  // namespace

@@ -24,6 +24,8 @@
 #include "algorithms/passes.hpp"
 #include "core/reduce.hpp"
 
+#include <algorithm>
+
 namespace chorus::algorithms {
 
 namespace {
@@ -61,9 +63,14 @@ void run(const Call& args, const Context& ctx) {
 }
 
 double cost(const CostInput& in) {
+  // The first exchange moves unreduced input, the later ones partial results (twice the bytes
+  // for half types); the extra ranks of a non-power of two send their input and get the result.
   const Shape s = in.shape();
   const double m = in.m();
-  return message_cost(in, {s.log2p + 2 * s.f, (s.log2p + 2 * s.f) * m, (s.log2p + s.f) * m});
+  const double partials = std::max(s.log2p - 1, 0.0) * m;
+  return message_cost(
+      in, {s.log2p + 2 * s.f, (s.log2p + 2 * s.f) * m + (in.partial_scale() - 1) * partials,
+           (s.log2p + s.f) * m});
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 
+#include <algorithm>
+
 namespace chorus::algorithms {
 
 namespace {
@@ -27,9 +29,12 @@ void run(const Call& args, const Context& ctx) {
 }
 
 double cost(const CostInput& in) {
+  // The root receives lg messages: one from a leaf (unreduced input), the others partial
+  // results (twice the bytes for half types); the broadcast moves the final values.
   const Shape s = in.shape();
   const double m = in.m();
-  return message_cost(in, {2 * s.lg, 2 * s.lg * m, s.lg * m});
+  const double partials = std::max(s.lg - 1, 0.0) * m;
+  return message_cost(in, {2 * s.lg, 2 * s.lg * m + (in.partial_scale() - 1) * partials, s.lg * m});
 }
 
 }  // namespace

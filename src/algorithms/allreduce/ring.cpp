@@ -11,6 +11,8 @@
 #include "algorithms/passes.hpp"
 #include "algorithms/patterns/blocks.hpp"
 
+#include <algorithm>
+
 namespace chorus::algorithms {
 
 namespace {
@@ -24,9 +26,14 @@ void run(const Call& args, const Context& ctx) {
 }
 
 double cost(const CostInput& in) {
+  // Reduce-scatter: step 0 sends unreduced input, the n - 2 later steps partial results
+  // (twice the bytes for half types: partial_scale); the all-gather moves final values.
   const Shape s = in.shape();
   const double m = in.m();
-  return message_cost(in, {2 * (s.n - 1), 2 * (s.n - 1) / s.n * m, (s.n - 1) / s.n * m});
+  const double partials = std::max(s.n - 2, 0.0) / s.n * m;
+  return message_cost(in,
+                      {2 * (s.n - 1), 2 * (s.n - 1) / s.n * m + (in.partial_scale() - 1) * partials,
+                       (s.n - 1) / s.n * m});
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 #include "algorithms/patterns/binomial_tree.hpp"
 #include "core/reduce.hpp"
 
+#include <algorithm>
+
 namespace chorus::algorithms {
 
 namespace {
@@ -64,9 +66,12 @@ void run(const Call& args, const Context& ctx) {
 }
 
 double cost(const CostInput& in) {
+  // The root receives lg messages: one from a leaf (unreduced input), the others partial
+  // results (twice the bytes for half types).
   const Shape s = in.shape();
   const double m = in.m();
-  return message_cost(in, {s.lg, s.lg * m, s.lg * m});
+  const double partials = std::max(s.lg - 1, 0.0) * m;
+  return message_cost(in, {s.lg, s.lg * m + (in.partial_scale() - 1) * partials, s.lg * m});
 }
 
 }  // namespace

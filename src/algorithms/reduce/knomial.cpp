@@ -70,7 +70,14 @@ void run(const Call& args, const Context& ctx) {
 }
 
 double cost(const CostInput& in) {
-  return message_cost(in, knomial_terms(in.machine.nranks, in.m(), true));
+  // Of the messages to a parent, the deepest level's come from leaves (unreduced input); the
+  // others carry partial results (twice the bytes for half types).
+  CostTerms terms = knomial_terms(in.machine.nranks, in.m(), true);
+  if (terms.rounds > 1) {
+    const double partials = terms.bytes_moved / terms.rounds * (terms.rounds - 1);
+    terms.bytes_moved += (in.partial_scale() - 1) * partials;
+  }
+  return message_cost(in, terms);
 }
 
 }  // namespace

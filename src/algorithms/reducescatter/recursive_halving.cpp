@@ -22,6 +22,8 @@
 #include "algorithms/patterns/recursive_doubling.hpp"
 #include "core/reduce.hpp"
 
+#include <algorithm>
+
 namespace chorus::algorithms {
 
 namespace {
@@ -76,11 +78,17 @@ void run(const Call& args, const Context& ctx) {
 }
 
 double cost(const CostInput& in) {
+  // The first exchange sends half the unreduced input, the later ones partial results (twice
+  // the bytes for half types); the extra ranks of a non-power of two fold in and get their
+  // block.
   const Shape s = in.shape();
   const double m = in.m();
   const double total = s.n * m;
   const double half = (s.p - 1) / s.p * total;
-  return message_cost(in, {s.log2p + 2 * s.f, half + s.f * (total + m), half + (1 + s.f) * total});
+  const double partials = std::max(half - total / 2, 0.0);
+  return message_cost(
+      in, {s.log2p + 2 * s.f, half + s.f * (total + m) + (in.partial_scale() - 1) * partials,
+           half + (1 + s.f) * total});
 }
 
 }  // namespace

@@ -25,6 +25,8 @@
 #include "algorithms/patterns/blocks.hpp"
 #include "core/reduce.hpp"
 
+#include <algorithm>
+
 namespace chorus::algorithms {
 
 using patterns::block_of;
@@ -70,9 +72,12 @@ void run(const Call& args, const Context& ctx) {
 }
 
 double cost(const CostInput& in) {
+  // Step 0 sends unreduced input, the n - 2 later steps partial results (twice the bytes for
+  // half types).
   const Shape s = in.shape();
   const double others = (s.n - 1) * in.m();
-  return message_cost(in, {s.n - 1, others, others});
+  const double partials = std::max(s.n - 2, 0.0) * in.m();
+  return message_cost(in, {s.n - 1, others + (in.partial_scale() - 1) * partials, others});
 }
 
 }  // namespace
