@@ -61,7 +61,7 @@ class CHORUS_EXPORT GradientReducer {
   /// Collective over group.comm when shared_buckets (the buckets' memory). Parameters without
   /// requires_grad are kept (indices stay those of `params`) but never reduced. InvalidArgument
   /// for an empty communicator, a negative divisor, a trained parameter that is not a floating
-  /// CPU tensor, or a tensor listed twice.
+  /// CPU tensor (or, with autograd_hooks, not a leaf), or a tensor listed twice.
   GradientReducer(std::vector<at::Tensor> params, Group group, ReducerOptions options = {});
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;

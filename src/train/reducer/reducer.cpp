@@ -68,6 +68,10 @@ GradientReducer::Impl::Impl(std::vector<at::Tensor> p, Group g, ReducerOptions o
         "GradientReducer: parameter " + std::to_string(i) + " is a " +
             std::string(c10::toString(t.scalar_type())) + " tensor on " + t.device().str() +
             "; trained parameters must be floating-point CPU tensors");
+    require_argument(!t.requires_grad() || !options.autograd_hooks || t.is_leaf(),
+                     "GradientReducer: parameter " + std::to_string(i) +
+                         " is not a leaf tensor: autograd accumulates no gradient into it for "
+                         "the hooks (ReducerOptions::autograd_hooks) to see");
   }
   make_buckets();
   readied.assign(params.size(), 0);

@@ -168,6 +168,9 @@ TEST(GradientReducerSteps, MisuseIsNamed) {
     negative.divisor = -2;
     EXPECT_EQ(status_of(make(make_params({at::kDouble}), negative)), Status::InvalidArgument);
     EXPECT_EQ(status_of(make({params[0], params[0]}, small_buckets())), Status::InvalidArgument);
+    ReducerOptions hooks = small_buckets();
+    hooks.autograd_hooks = true;
+    EXPECT_EQ(status_of(make({params[0] * 2}, hooks)), Status::InvalidArgument);  // not a leaf
   });
 }
 
