@@ -15,8 +15,13 @@ every step starts with the ranks together), and the ratio of the two medians is 
 median over runs.
 
     bench/ddp/compare.py --build build --ranks 2 --steps 60 --repeats 3
+
+With --against OTHER_BUILD it times only Chorus DDP, this build's chorus-train against the other
+build's, runs alternated, and prints both medians and their ratio (a change's effect on the
+step time).
 """
 import argparse
+import copy
 import os
 import re
 import statistics
@@ -74,6 +79,39 @@ def run_torch(args, no_sync):
     return parse_summary(spawn.run_ranks(args.ranks, command, timeout=900))
 
 
+def with_build(args, build):
+    """args whose chorusrun and chorus-train are those of `build`."""
+    out = copy.copy(args)
+    out.chorusrun = os.path.join(build, "tools", "chorusrun", "chorusrun")
+    out.chorus_train = os.path.join(build, "tools", "chorus-train", "chorus-train")
+    return out
+
+
+def compare_builds(args):
+    """Chorus DDP of --build against --against, runs alternated: the median step time, and the
+    synchronised over unsynchronised step ratio of --alternate-sync 1 runs (within a run, so
+    far less noisy than step times of separate runs on a shared machine)."""
+    builds = {"this build": with_build(args, args.build), "against": with_build(args, args.against)}
+    times = {name: [] for name in builds}
+    paired = {name: [] for name in builds}
+    for _ in range(args.repeats):
+        for name, build_args in builds.items():
+            times[name].append(run_chorus(build_args, False))
+            paired[name].append(run_chorus_paired(build_args))
+    print(f"chorus DDP, MLP 784-{args.hidden}x{args.layers}-10, {args.ranks} ranks x batch "
+          f"{args.batch}, {args.steps} steps (5 warm-up), median of {args.repeats} alternated runs")
+    for name, values in times.items():
+        runs = " ".join(f"{v:.2f}" for v in values)
+        overheads = " ".join(f"{100 * (v - 1):+.1f}%" for v in paired[name])
+        print(f"{name:10s} {builds[name].chorus_train}\n"
+              f"  step ms {statistics.median(values):.2f} (runs {runs})\n"
+              f"  synchronised vs unsynchronised steps {100 * (statistics.median(paired[name]) - 1):+.1f}%"
+              f" (runs {overheads})")
+    ratio = statistics.median(times["this build"]) / statistics.median(times["against"])
+    paired_ratio = statistics.median(paired["this build"]) / statistics.median(paired["against"])
+    print(f"this build / against: step time {ratio:.3f}, synchronised step {paired_ratio:.3f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
@@ -84,10 +122,13 @@ def main():
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--bucket-cap-mb", type=float, default=25)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--against", help="another build: time only Chorus DDP, both builds")
     args = parser.parse_args()
     os.environ.update(openblas_env())  # every rank of both trainers inherits it
-    args.chorusrun = os.path.join(args.build, "tools", "chorusrun", "chorusrun")
-    args.chorus_train = os.path.join(args.build, "tools", "chorus-train", "chorus-train")
+    if args.against:
+        compare_builds(args)
+        return
+    args = with_build(args, args.build)
     configs = {
         "pytorch DDP (gloo)": lambda: run_torch(args, False),
         "pytorch no sync": lambda: run_torch(args, True),

@@ -3,15 +3,18 @@
 // DistributedDataParallel wraps a torch::nn::Module whose replica lives on every rank of a
 // communicator. At construction parameters (and buffers) are broadcast from rank 0; after each
 // backward the gradients are averaged over all ranks, weighted by each rank's sample count, so
-// every replica takes the same optimizer step. Gradients are reduced in flat buckets whose
-// non-blocking all-reduce starts from an autograd hook as soon as the bucket's last gradient is
-// accumulated, so communication overlaps the rest of backward. See docs/training.md.
+// every replica takes the same optimizer step. The reduction is a GradientReducer (reducer.hpp):
+// flat buckets whose non-blocking all-reduce starts from an autograd hook as soon as the
+// bucket's last gradient is accumulated, so communication overlaps the rest of backward. See
+// docs/training.md.
 //
 // This header only forward-declares torch types: including it does not pull <torch/torch.h>.
 // Errors are chorus::Error (InvalidArgument for misuse, the communicator's errors otherwise).
 #pragma once
 
 #include <chorus/communicator.hpp>
+// GradCompression and assign_buckets (plain C++).
+#include <chorus/train/buckets.hpp>
 // The checkpoint API; it also forward-declares torch::nn::Module and torch::optim::Optimizer.
 #include <chorus/train/checkpoint.hpp>
 
@@ -22,9 +25,6 @@
 #include <vector>
 
 namespace chorus::train {
-
-/// Wire format of gradients. Accumulation is always in fp32 (Chorus reduces half types in fp32).
-enum class GradCompression { None, Fp16, Bf16 };
 
 struct DdpOptions {
   std::size_t bucket_cap_bytes = 25u
@@ -93,9 +93,10 @@ class DistributedDataParallel {
   };
   NoSync no_sync();
 
-  /// Scales every gradient so that their global L2 norm is at most max_norm (the gradients are
-  /// already equal on all ranks after finish_gradient_sync(); the norm is all-reduced so that
-  /// the result is identical everywhere regardless). Returns the norm before clipping. Collective.
+  /// Scales every gradient so that their global L2 norm is at most max_norm. The gradients are
+  /// equal on all ranks after finish_gradient_sync(): the norm is rank 0's, all-reduced so that
+  /// it is identical everywhere (global_grad_norm with every gradient Replicated). In local SGD
+  /// each replica clips by its own norm (not collective then). Returns the norm before clipping.
   double clip_grad_norm(double max_norm);
 
   /// Collective: all-gathers a 64-bit hash of every parameter's bytes; true when all are equal.
@@ -122,13 +123,5 @@ class DistributedDataParallel {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-/// Pure function: assigns parameters (given their byte sizes, in registration order) to buckets.
-/// Parameters are taken in reverse registration order (the order backward produces them); the
-/// first bucket closes as soon as it holds >= first_cap bytes, every later one as soon as it
-/// holds >= cap bytes (a bucket exceeds its cap by less than its last parameter). Every bucket is
-/// non-empty; the last one may be below the cap. Throws InvalidArgument for a zero cap.
-std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
-                                                     std::size_t first_cap, std::size_t cap);
 
 }  // namespace chorus::train

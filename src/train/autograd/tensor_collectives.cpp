@@ -12,10 +12,8 @@
 
 namespace chorus::train::detail {
 
-namespace {
-
-DataType chorus_dtype(const at::Tensor& x, const char* what) {
-  switch (x.scalar_type()) {
+DataType chorus_dtype(at::ScalarType type, const char* what) {
+  switch (type) {
     case at::kFloat:
       return DataType::Float32;
     case at::kDouble:
@@ -36,8 +34,13 @@ DataType chorus_dtype(const at::Tensor& x, const char* what) {
       break;
   }
   throw Error(Status::InvalidArgument, std::string(what) + ": Chorus has no collective for " +
-                                           std::string(c10::toString(x.scalar_type())) +
-                                           " tensors");
+                                           std::string(c10::toString(type)) + " tensors");
+}
+
+namespace {
+
+DataType chorus_dtype(const at::Tensor& x, const char* what) {
+  return detail::chorus_dtype(x.scalar_type(), what);
 }
 
 /// `x` as a contiguous CPU tensor Chorus can send.

@@ -32,6 +32,9 @@ at::Tensor own_slice(const Group& group, const at::Tensor& x, std::int64_t dim, 
 at::Tensor all_to_all_along(const Group& group, const at::Tensor& x, std::int64_t scatter_dim,
                             std::int64_t gather_dim, const char* what);
 
+/// The Chorus element type of `type`, else InvalidArgument naming `what`.
+DataType chorus_dtype(at::ScalarType type, const char* what);
+
 /// `dim` in [-x.dim(), x.dim()) made non-negative, else InvalidArgument naming `what`.
 std::int64_t checked_dim(const at::Tensor& x, std::int64_t dim, const char* what);
 

@@ -1,69 +1,19 @@
-// DistributedDataParallel: construction (initial broadcast, bucket layout) and the per-step
-// protocol (prepare_for_backward, no_sync, finish_gradient_sync, after_optimizer_step).
+// DistributedDataParallel: construction (initial broadcast, the gradient reducer) and the
+// per-step protocol (prepare_for_backward, no_sync, finish_gradient_sync, after_optimizer_step).
 #include "ddp_impl.hpp"
+
+#include "../autograd/tensor_collectives.hpp"
 
 #include <chorus/error.hpp>
 
-#include <algorithm>
-#include <cstring>
-#include <limits>
 #include <string>
 
 namespace chorus::train {
 
-namespace {
-
-/// `count` zeros of `type` in comm's shared memory (collective), freed when the tensor goes;
-/// in ordinary memory when the host's shared memory cannot hold them (a small /dev/shm): that
-/// failure reaches every rank alike (alloc_shared agrees on it), so all fall back together.
-torch::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count, torch::ScalarType type) {
-  const std::size_t bytes = static_cast<std::size_t>(count) * c10::elementSize(type);
-  void* data = nullptr;
-  try {
-    data = comm.alloc_shared(bytes);
-  } catch (const Error& e) {
-    if (e.status() != Status::SystemError) throw;
-  }
-  if (!data) return torch::zeros({count}, type);
-  std::memset(data, 0, bytes);
-  return torch::from_blob(
-      data, {count},
-      [comm](void* p) mutable {
-        try {
-          comm.free_shared(p);
-        } catch (const std::exception&) {
-          // Only a pointer alloc_shared did not return throws; this one it did.
-        }
-      },
-      type);
-}
-
-}  // namespace
-
 chorus::DataType chorus_dtype(torch::ScalarType type) {
-  switch (type) {
-    case torch::kFloat:
-      return DataType::Float32;
-    case torch::kDouble:
-      return DataType::Float64;
-    case torch::kHalf:
-      return DataType::Float16;
-    case torch::kBFloat16:
-      return DataType::Bfloat16;
-    case torch::kLong:
-      return DataType::Int64;
-    case torch::kInt:
-      return DataType::Int32;
-    case torch::kChar:
-      return DataType::Int8;
-    case torch::kByte:
-    case torch::kBool:
-      return DataType::Uint8;
-    default:
-      throw Error(
-          Status::InvalidArgument,
-          std::string("DistributedDataParallel: unsupported tensor dtype ") + c10::toString(type));
-  }
+  // Booleans are bytes to a broadcast, the only collective DDP applies to tensors of any type.
+  if (type == torch::kBool) return DataType::Uint8;
+  return detail::chorus_dtype(type, "DistributedDataParallel");
 }
 
 DistributedDataParallel::Impl::Impl(std::shared_ptr<torch::nn::Module> m, chorus::Communicator c,
@@ -79,58 +29,19 @@ DistributedDataParallel::Impl::Impl(std::shared_ptr<torch::nn::Module> m, chorus
   std::vector<torch::Tensor> all = params;
   all.insert(all.end(), buffers.begin(), buffers.end());
   broadcast_tensors(all);
-
-  // Buckets hold the parameters that require a gradient; the layout is a pure function of their
-  // sizes, so it is identical on every rank.
-  std::vector<std::size_t> trained;
-  std::vector<std::size_t> bytes;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    if (!params[i].requires_grad()) continue;
-    require_argument(params[i].scalar_type() == torch::kFloat && params[i].device().is_cpu(),
-                     "DistributedDataParallel: trained parameters must be fp32 CPU tensors");
-    trained.push_back(i);
-    bytes.push_back(static_cast<std::size_t>(params[i].numel()) * sizeof(float));
+  for (const auto& p : params) {
+    require_argument(
+        !p.requires_grad() || (p.scalar_type() == torch::kFloat && p.device().is_cpu()),
+        "DistributedDataParallel: trained parameters must be fp32 CPU tensors");
   }
-  bucket_of.assign(params.size(), std::numeric_limits<std::size_t>::max());
-  slot_of.assign(params.size(), 0);
-  for (const auto& members :
-       assign_buckets(bytes, options.first_bucket_bytes, options.bucket_cap_bytes)) {
-    Bucket bucket;
-    std::int64_t total = 0;
-    for (std::size_t k : members) {
-      const std::size_t p = trained[k];
-      bucket_of[p] = buckets.size();
-      slot_of[p] = bucket.params.size();
-      bucket.params.push_back(p);
-      bucket.offsets.push_back(total);
-      total += params[p].numel();
-    }
-    // The buffer that is all-reduced lives in shared memory (shared_buckets), so that its
-    // all-reduces run in the peers' buffers (shm_window; half types accumulate in fp32 there).
-    auto zeros = [&](torch::ScalarType type) {
-      return options.shared_buckets ? shared_zeros(comm, total, type) : torch::zeros({total}, type);
-    };
-    if (options.compression == GradCompression::Fp16) bucket.wire = zeros(torch::kHalf);
-    if (options.compression == GradCompression::Bf16) bucket.wire = zeros(torch::kBFloat16);
-    bucket.flat =
-        bucket.wire.defined() ? torch::zeros({total}, torch::kFloat) : zeros(torch::kFloat);
-    buckets.push_back(std::move(bucket));
-  }
-  ready.assign(params.size(), 0);
-  install_hooks();
-}
-
-DistributedDataParallel::Impl::~Impl() {
-  remove_hooks();
-  // A step abandoned between prepare and finish still has operations writing into our buffers.
-  if (active && samples_request.valid()) {
-    try {
-      samples_request.wait();
-    } catch (const std::exception&) {
-      // Abandoned step: the caller already has (or will get) the communicator's error.
-    }
-  }
-  wait_launched_quietly();
+  ReducerOptions r;
+  r.bucket_cap_bytes = options.bucket_cap_bytes;
+  r.first_bucket_bytes = options.first_bucket_bytes;
+  r.compression = options.compression;
+  r.shared_buckets = options.shared_buckets;
+  r.overlap_backward = options.overlap_backward;
+  r.zero_missing = options.find_unused_parameters;
+  reducer = std::make_unique<GradientReducer>(params, Group{comm, "dp", nullptr}, r);
 }
 
 void DistributedDataParallel::Impl::broadcast_tensors(const std::vector<torch::Tensor>& tensors) {
@@ -176,23 +87,25 @@ void DistributedDataParallel::Impl::prepare(std::int64_t local_samples) {
     return;
   }
   if (options.broadcast_buffers && !buffers.empty()) broadcast_tensors(buffers);
-  unit = last_micro;
-  samples[0] = static_cast<double>(accum_samples + local_samples);
-  samples[1] = static_cast<double>(unit);
-  samples[2] = samples[1] * samples[1];
-  samples_request = comm.iall_reduce(samples, samples, 3, DataType::Float64, ReduceOp::Sum);
-  have_scale = false;
-  std::fill(ready.begin(), ready.end(), 0);
-  for (auto& b : buckets) {
-    b.pending = b.params.size();
-    b.unscaled.clear();
-    b.launched = false;
-  }
-  next_launch = 0;
-  ready_twice = false;
-  any_hook = false;
-  prepared_at = Clock::now();
+  // The reduced gradient is sum_r last_micro_r * grad_r / (all ranks' samples): grad is in
+  // units of 1 / last_micro (see rescale_accumulated).
+  reducer->begin_weighted_step(last_micro, accum_samples + local_samples);
   active = true;
+}
+
+void DistributedDataParallel::Impl::finish() {
+  std::lock_guard lock(mutex);
+  if (local_sgd()) {
+    active = false;
+    accum_samples = last_micro = 0;
+    return;
+  }
+  if (!active) {
+    throw Error(Status::InvalidUsage, "finish_gradient_sync without prepare_for_backward");
+  }
+  active = false;
+  reducer->finish_step();
+  accum_samples = last_micro = 0;
 }
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Module> module,
@@ -238,7 +151,7 @@ void DistributedDataParallel::after_optimizer_step() {
   std::int64_t steps = 0;
   {
     std::lock_guard lock(impl_->mutex);
-    steps = ++impl_->stats.steps;
+    steps = ++impl_->steps;
   }
   if (impl_->local_sgd() && steps % impl_->options.average_parameters_every == 0) {
     impl_->average_parameters();
@@ -246,14 +159,19 @@ void DistributedDataParallel::after_optimizer_step() {
 }
 
 DistributedDataParallel::Stats DistributedDataParallel::stats() const {
+  const GradientReducer::Stats r = impl_->reducer->stats();
+  Stats s;
+  s.seconds_communicating_exposed = r.seconds_waiting;
+  s.seconds_in_backward = r.seconds_to_last_ready;
+  s.bytes_reduced = r.bytes_reduced;
+  s.buckets_launched_in_backward = r.buckets_launched_early;
   std::lock_guard lock(impl_->mutex);
-  return impl_->stats;
+  s.steps = impl_->steps;
+  return s;
 }
 
 std::vector<std::vector<std::size_t>> DistributedDataParallel::bucket_assignment() const {
-  std::vector<std::vector<std::size_t>> out;
-  for (const auto& b : impl_->buckets) out.push_back(b.params);
-  return out;
+  return impl_->reducer->bucket_assignment();
 }
 
 }  // namespace chorus::train
