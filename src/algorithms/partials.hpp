@@ -1,7 +1,7 @@
 // Partial results wider than the caller's dtype. A float16/bfloat16 Sum or Prod (an Avg
 // arrives as Sum) is computed in fp32 and rounded to the half type once per element, where
 // that element's final value is produced (core/reduce.hpp). An algorithm that accumulates
-// halves itself (Algorithm::accumulates_halves) therefore moves a rank's unreduced input and
+// halves itself (Algorithm::folding, not Folding::None) therefore moves a rank's unreduced input and
 // the final values in the caller's dtype, and any partial result (a reduction over some but
 // not all ranks) in fp32: rounding a partial to the half type would round that element
 // twice, and the result would depend on the algorithm. It also divides an average before
@@ -22,8 +22,9 @@ namespace chorus::algorithms {
 DataType partial_type(const Call& args);
 
 /// An average of a half type is divided by the algorithm, before its one rounding: returns
-/// the divisor for the final values (`nranks`) and sets *args.average_folded; 1 for any
-/// other call. Every rank of an algorithm that accumulates halves calls it.
+/// the divisor for the final values (`nranks`), 1 for any other call (the Outcome then says
+/// the average was divided: Algorithm::folds_average). Every rank of an algorithm that
+/// accumulates halves calls it.
 int fold_half_average(const Call& args, int nranks);
 
 /// `count` elements of `dtype`.

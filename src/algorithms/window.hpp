@@ -44,7 +44,7 @@ class WindowCall {
   /// out = elements [first, first + count) of every rank's input reduced with args.op (this
   /// rank's first, then the next ones in ring order), divided by the rank count when the
   /// call is an average. Half types (Sum, Prod, Avg) are reduced and divided in fp32 and
-  /// rounded once (Algorithm::accumulates_halves).
+  /// rounded once (Folding::Averages).
   void reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const;
   /// Posts that this rank is done with every buffer and waits until every rank is.
   void finish();
