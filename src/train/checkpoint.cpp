@@ -2,6 +2,7 @@
 // optimizer's state ("optimizer") and the TrainingState with the optimizer's type and the
 // run's configuration ("state"). Rank 0 writes path + ".tmp" and renames it over path, so a
 // reader sees either the previous or the new complete file.
+#include "checkpoint/settings.hpp"
 #include "checkpoint_checks.hpp"
 
 #include <chorus/error.hpp>
@@ -208,30 +209,9 @@ std::string config_difference(const std::string& path, const RunConfig& saved,
     return "checkpoint " + path +
            " records no settings to compare with this run's (it was written without them)";
   }
-  std::vector<std::string> before, now;
-  auto value_in = [](const RunConfig& config, const std::string& key) {
-    auto it = config.find(key);
-    return key + " " + (it == config.end() ? std::string("(not recorded)") : it->second);
-  };
-  RunConfig keys = saved;
-  keys.insert(current.begin(), current.end());
-  for (const auto& entry : keys) {
-    const std::string& key = entry.first;
-    auto a = saved.find(key), b = current.find(key);
-    if (a != saved.end() && b != current.end() && a->second == b->second) continue;
-    before.push_back(value_in(saved, key));
-    now.push_back(value_in(current, key));
-  }
+  const auto [before, now] = detail::differing_settings(saved, current);
   if (before.empty()) return "";
-  auto join = [](const std::vector<std::string>& items) {
-    std::string out;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
-      out += items[i];
-    }
-    return out;
-  };
-  return "checkpoint " + path + " was made with " + join(before) + ", this run has " + join(now);
+  return "checkpoint " + path + " was made with " + before + ", this run has " + now;
 }
 
 std::optional<TrainingState> resume_checkpoint(const std::string& path, torch::nn::Module& model,
