@@ -99,9 +99,22 @@ CHORUS_EXPORT void save_tensor_checkpoint(const std::string& path,
                                           const CheckpointHeader& header,
                                           const chorus::Communicator& comm);
 
-/// Local: the header of the checkpoint at `path` (SystemError when the index is missing,
-/// malformed, truncated or corrupt).
-CHORUS_EXPORT CheckpointHeader read_tensor_checkpoint_header(const std::string& path);
+/// A tensor as a checkpoint holds it.
+struct SavedTensor {
+  std::string name;
+  std::vector<std::int64_t> global_shape;
+  at::ScalarType dtype = at::kFloat;
+};
+
+/// What a checkpoint's index says, without its data.
+struct CheckpointListing {
+  CheckpointHeader header;
+  std::vector<SavedTensor> tensors;  ///< in the order they were first saved
+};
+
+/// Local: the header and tensors of the checkpoint at `path` (SystemError when the index is
+/// missing, malformed, truncated or corrupt).
+CHORUS_EXPORT CheckpointListing read_tensor_checkpoint(const std::string& path);
 
 /// Local: fills every target's data from the checkpoint at `path`, whatever layout saved it:
 /// for each target it reads the saved pieces that overlap the target's region (only those)

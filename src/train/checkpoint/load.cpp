@@ -28,6 +28,15 @@ Index read_index(const std::string& path) {
   return detail::parse_index(detail::read_file(path, "checkpoint " + path), path);
 }
 
+/// The ScalarType c10::toString names `name`; SystemError for none.
+at::ScalarType scalar_type_named(const std::string& name, const std::string& path) {
+  for (int i = 0; i < static_cast<int>(at::ScalarType::NumOptions); ++i) {
+    const auto type = static_cast<at::ScalarType>(i);
+    if (name == c10::toString(type)) return type;
+  }
+  throw Error(Status::SystemError, "checkpoint " + path + " names an unknown dtype '" + name + "'");
+}
+
 /// What one target needs: its tensor in the index, its region, the tensor's saved pieces.
 struct Plan {
   const IndexTensor* tensor = nullptr;
@@ -41,12 +50,12 @@ Plan plan_of(const Index& index, const TensorPiece& target, const std::string& p
   for (const IndexTensor& t : index.tensors)
     if (t.name == name) plan.tensor = &t;
   require_argument(plan.tensor != nullptr, "checkpoint " + path + " has no tensor " + name +
-                                               " (the model's has global shape " +
+                                               " (the model's has shape " +
                                                detail::to_string(target.global_shape) + ")");
   require_argument(plan.tensor->shape == target.global_shape,
-                   "checkpoint " + path + " holds " + name + " with global shape " +
+                   "checkpoint " + path + " holds " + name + " with shape " +
                        detail::to_string(plan.tensor->shape) + ", the model's " + name +
-                       " has global shape " + detail::to_string(target.global_shape));
+                       " has shape " + detail::to_string(target.global_shape));
   const std::string dtype = c10::toString(target.dtype);
   require_argument(plan.tensor->dtype == dtype, "checkpoint " + path + " holds " + name + " as " +
                                                     plan.tensor->dtype + ", the model's is " +
@@ -157,8 +166,13 @@ at::Tensor assemble(const Index& index, const std::string& path, const TensorPie
 
 }  // namespace
 
-CheckpointHeader read_tensor_checkpoint_header(const std::string& path) {
-  return read_index(path).header;
+CheckpointListing read_tensor_checkpoint(const std::string& path) {
+  const Index index = read_index(path);
+  CheckpointListing out{index.header, {}};
+  for (const IndexTensor& t : index.tensors) {
+    out.tensors.push_back({t.name, t.shape, scalar_type_named(t.dtype, path)});
+  }
+  return out;
 }
 
 CheckpointHeader load_tensor_checkpoint(const std::string& path,

@@ -9,6 +9,7 @@
 //   3. each rank writes the pieces it owns to its data file under a tag rank 0 chose;
 //   4. rank 0 gathers where the pieces went, writes the index and removes the data files of
 //      earlier saves.
+#include "save.hpp"
 #include "../checkpoint_checks.hpp"
 #include "files.hpp"
 #include "index.hpp"
@@ -204,11 +205,14 @@ void write_index(const std::string& path, const std::string& tag, const Checkpoi
 
 }  // namespace
 
-void save_tensor_checkpoint(const std::string& path, const std::vector<TensorPiece>& pieces,
-                            const CheckpointHeader& header, const chorus::Communicator& comm) {
-  require_argument(!path.empty(), "save_tensor_checkpoint: empty path");
+namespace detail {
+
+void save_pieces(const std::string& caller, const std::string& path,
+                 const std::vector<TensorPiece>& pieces, const CheckpointHeader& header,
+                 const chorus::Communicator& comm) {
+  require_argument(!path.empty(), caller + ": empty path");
   const std::string where =
-      "save_tensor_checkpoint(" + path + ") on rank " + std::to_string(comm.rank()) + ": ";
+      caller + "(" + path + ") failed on rank " + std::to_string(comm.rank()) + ": ";
   const auto run = [&](Status status, auto&& action) {
     std::optional<Error> failure = detail::failure_of(action, status);
     if (failure) failure = Error(failure->status(), where + failure->what());
@@ -245,6 +249,13 @@ void save_tensor_checkpoint(const std::string& path, const std::vector<TensorPie
     for (const auto& f : written.files) fs::remove(fs::path(path).parent_path() / f.name);
     throw;
   }
+}
+
+}  // namespace detail
+
+void save_tensor_checkpoint(const std::string& path, const std::vector<TensorPiece>& pieces,
+                            const CheckpointHeader& header, const chorus::Communicator& comm) {
+  detail::save_pieces("save_tensor_checkpoint", path, pieces, header, comm);
 }
 
 }  // namespace chorus::train

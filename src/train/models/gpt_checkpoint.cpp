@@ -141,7 +141,7 @@ void save_gpt_checkpoint(const std::string& path, const GptModel& model, const T
 }
 
 TrainingState load_gpt_checkpoint(const std::string& path, GptModel& model) {
-  const CheckpointHeader header = read_tensor_checkpoint_header(path);
+  const CheckpointHeader header = read_tensor_checkpoint(path).header;
   const auto [saved, ours] =
       detail::differing_settings(header.model, gpt_model_description(model.config()));
   require_argument(saved.empty(), "checkpoint " + path + " was saved from a model with " + saved +

@@ -147,10 +147,10 @@ TEST(CheckpointFormat, MissingTensorShapeAndDtypeAreNamedAndNothingChanges) {
     return error_of(Status::InvalidArgument, [&] { load_tensor_checkpoint(path, targets); });
   };
   EXPECT_EQ(refused({"bias", {4}, at::kDouble, {}, {}}),
-            "checkpoint " + path + " has no tensor bias (the model's has global shape [4])");
+            "checkpoint " + path + " has no tensor bias (the model's has shape [4])");
   EXPECT_EQ(refused({"matrix", {6, 5}, at::kDouble, {}, {}}),
             "checkpoint " + path +
-                " holds matrix with global shape [6, 4], the model's matrix has global shape "
+                " holds matrix with shape [6, 4], the model's matrix has shape "
                 "[6, 5]");
   EXPECT_EQ(refused({"matrix", {6, 4}, at::kFloat, {}, {}}),
             "checkpoint " + path + " holds matrix as Double, the model's is Float");
@@ -245,7 +245,7 @@ TEST(CheckpointFormat, BadPiecesFailOnEveryRankBeforeAnythingIsWritten) {
   EXPECT_EQ(messages[0], messages[1]);
   EXPECT_EQ(messages[0],
             "save_tensor_checkpoint(" + path +
-                ") on rank 1: matrix: data of shape [6, 4] for a piece of shape [3, 4]");
+                ") failed on rank 1: matrix: data of shape [6, 4] for a piece of shape [3, 4]");
   EXPECT_TRUE(dir.names().empty());
 }
 
