@@ -189,7 +189,8 @@ std::string format_index(const Index& index) {
 Index parse_index(const std::string& text, const std::string& path) {
   const std::string magic = std::string(kMagic) + "\n";
   if (text.compare(0, magic.size(), magic) != 0) {
-    const std::string first = text.substr(0, std::min(text.find('\n'), std::size_t{40}));
+    std::string first = text.substr(0, std::min(text.find('\n'), std::size_t{40}));
+    for (char& c : first) c = c >= ' ' && c <= '~' ? c : '?';
     throw Error(Status::SystemError, "checkpoint " + path +
                                          " is not a Chorus tensor checkpoint (its index starts '" +
                                          first + "')");

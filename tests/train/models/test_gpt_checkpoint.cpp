@@ -5,18 +5,15 @@
 #include <chorus/error.hpp>
 #include <chorus/train/gpt_checkpoint.hpp>
 
+#include "../checkpoint_test_util.hpp"
 #include "../tensor_parallel/tp_test_util.hpp"
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <map>
 
 namespace chorus::train {
 namespace {
 
 using namespace tp_test;
-namespace fs = std::filesystem;
 
 // Heads 12 so that t = 1, 2, 3 and 4 divide them; a vocabulary of 11 is padded at every t > 1.
 constexpr std::int64_t kLayers = 2, kHidden = 24, kHeads = 12, kVocab = 11, kSeq = 12;
@@ -85,17 +82,10 @@ void set_to_reference(const GptModel& model, const Reference& ref) {
   }
 }
 
-class Dir {
+/// A directory for one test.
+class Dir : public chorus::testing::TempDir {
  public:
-  Dir() : path_(fs::temp_directory_path() / ("chorus_gpt_ckpt_" + std::to_string(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~Dir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
+  Dir() : TempDir("gpt") {}
 };
 
 void save_at(int t, const std::string& path, const Reference& ref) {
@@ -178,14 +168,7 @@ TEST(GptCheckpoint, PaddedVocabularyRoundTripsUnpadded) {
 /// The InvalidArgument sentence `action` throws.
 template <class Action>
 std::string refusal(Action&& action) {
-  try {
-    action();
-  } catch (const chorus::Error& e) {
-    EXPECT_EQ(e.status(), Status::InvalidArgument) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no chorus::Error thrown";
-  return "";
+  return chorus::testing::error_of(Status::InvalidArgument, action);
 }
 
 TEST(GptCheckpoint, AnotherModelsCheckpointIsRefusedAndNothingChanges) {
