@@ -22,6 +22,7 @@
 // rank holding it. Every file is written to a temporary and renamed; the index is renamed last,
 // and the tag is new at every save, so a reader sees the previous checkpoint or the new one,
 // never a mix; the previous save's data files are removed after the new index is in place.
+// Every rank reads the data files it needs: the directory must be one all ranks see.
 //
 // Errors: InvalidArgument for a checkpoint that does not fit the targets (a missing tensor, a
 // global shape or dtype that differs, a region no saved piece covers) and for bad pieces;

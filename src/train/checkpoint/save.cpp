@@ -239,13 +239,14 @@ void save_pieces(const std::string& caller, const std::string& path,
   });
   const std::string tag = new_tag(comm);
   Index written;
-  run(Status::SystemError, [&] { written = write_pieces(path, tag, pieces, own, comm.rank()); });
-  const std::vector<std::string> all = all_gather_text(comm, detail::format_index(written));
   try {
+    run(Status::SystemError, [&] { written = write_pieces(path, tag, pieces, own, comm.rank()); });
+    const std::vector<std::string> all = all_gather_text(comm, detail::format_index(written));
     run(Status::SystemError, [&] {
       if (comm.rank() == 0) write_index(path, tag, header, tensors, all);
     });
   } catch (const Error&) {
+    // No index names this save's data files: remove this rank's.
     for (const auto& f : written.files) fs::remove(fs::path(path).parent_path() / f.name);
     throw;
   }

@@ -222,5 +222,30 @@ TEST(CheckpointFormat, BadPiecesFailOnEveryRankBeforeAnythingIsWritten) {
   EXPECT_TRUE(dir.names().empty());
 }
 
+TEST(CheckpointFormat, AFailedSaveLeavesNoDataFiles) {
+  Dir dir;
+  const std::string path = dir.file("ck");
+  std::filesystem::create_directory(path);  // the data files can be written, the index cannot
+  const auto pieces = [](int rank) {
+    return std::vector<TensorPiece>{{"row",
+                                     {2, 4},
+                                     at::kDouble,
+                                     {Placement::shard("tp", rank, 2, 0, rank, 1)},
+                                     kMatrix.narrow(0, rank, 1)}};
+  };
+  std::vector<std::string> messages(2);
+  chorus::testing::ThreadJob job(2);
+  job.run([&](Communicator& c) {
+    messages[static_cast<std::size_t>(c.rank())] = error_of(
+        Status::SystemError, [&] { save_tensor_checkpoint(path, pieces(c.rank()), {}, c); });
+  });
+  EXPECT_EQ(messages[0], messages[1]);
+  EXPECT_NE(messages[0].find("save_tensor_checkpoint(" + path + ") failed on rank 0: rename " +
+                             path + ".tmp -> " + path),
+            std::string::npos)
+      << messages[0];
+  EXPECT_EQ(dir.names(), (std::vector<std::string>{"ck"}));
+}
+
 }  // namespace
 }  // namespace chorus::train
