@@ -1,6 +1,8 @@
 // Checks made before a checkpoint is written or loaded (see checkpoint_checks.hpp).
 #include "checkpoint_checks.hpp"
 
+#include <torch/torch.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 

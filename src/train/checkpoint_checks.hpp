@@ -1,14 +1,12 @@
 // What checkpoint.cpp checks before it writes or loads anything (checkpoint_checks.cpp):
 // whether a path can be written, whether a checkpoint's structure fits a module, the
-// optimizer's type name, and how ranks agree on a failure. Includes torch: private to
-// src/train.
+// optimizer's type name, and how ranks agree on a failure. Private to src/train; torch types
+// are only forward-declared (checkpoint.hpp).
 #pragma once
 
 #include <chorus/communicator.hpp>
 #include <chorus/error.hpp>
 #include <chorus/train/checkpoint.hpp>
-
-#include <torch/torch.h>
 
 #include <exception>
 #include <optional>
