@@ -1,135 +1,96 @@
-// Checkpoints: one torch archive holding the module's parameters and buffers ("model"), the
-// optimizer's state ("optimizer") and the TrainingState with the optimizer's type and the
-// run's configuration ("state"). Rank 0 writes path + ".tmp" and renames it over path, so a
-// reader sees either the previous or the new complete file.
+// Checkpoints of a torch::nn::Module and its optimizer in the shared format
+// (checkpoint_format.hpp): every parameter and buffer is a tensor under its dotted name
+// ("0.weight"), whole; the optimizer's state is one uint8 tensor, "optimizer.torch", holding
+// its torch archive (the state of a replicated optimizer, in parameter order); the model
+// description lists the module's submodules ("modules") and the optimizer's type
+// ("optimizer"). The replicas of data-parallel training hold the same tensors, so rank 0
+// passes the pieces and writes them.
+#include "checkpoint/save.hpp"
+#include "checkpoint/settings.hpp"
 #include "checkpoint_checks.hpp"
 
 #include <chorus/error.hpp>
 #include <chorus/train/checkpoint.hpp>
+#include <chorus/train/checkpoint_format.hpp>
 
 #include <torch/torch.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 
 namespace chorus::train {
 namespace {
 
-using torch::serialize::InputArchive;
-using torch::serialize::OutputArchive;
+constexpr const char* kOptimizerTensor = "optimizer.torch";
 
-torch::Tensor scalar(std::int64_t v) { return torch::tensor(v, torch::kLong); }
-
-Error malformed(const std::string& path, const std::string& what) {
-  return Error(Status::SystemError, "load_checkpoint: " + path + ": " + what);
-}
-
-// Archive entry names must be identifiers (no '.'); extra and config keys are hex-encoded.
-std::string encode_key(const std::string& key) {
-  static const char* digits = "0123456789abcdef";
-  std::string out = "k";
-  for (unsigned char c : key) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
+/// The module's parameters and buffers by dotted name, parameters first.
+std::vector<std::pair<std::string, torch::Tensor>> module_tensors(torch::nn::Module& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model.named_parameters()) out.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers()) out.emplace_back(b.key(), b.value());
   return out;
 }
 
-std::string decode_key(const std::string& name, const std::string& path) {
-  auto nibble = [&](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    throw malformed(path, "malformed key '" + name + "'");
-  };
-  if (name.empty() || name[0] != 'k' || name.size() % 2 != 1) nibble('?');
+/// "0 1 2 3 4": the dotted names of every submodule.
+std::string module_names(torch::nn::Module& model) {
   std::string out;
-  for (std::size_t i = 1; i < name.size(); i += 2) {
-    out += static_cast<char>(nibble(name[i]) * 16 + nibble(name[i + 1]));
+  for (const auto& m : model.named_modules("", /*include_self=*/false)) {
+    out += (out.empty() ? "" : " ") + m.key();
   }
   return out;
 }
 
-std::int64_t read_scalar(InputArchive& archive, const std::string& key, const std::string& path) {
-  torch::Tensor t;
-  if (!archive.try_read(key, t) || t.numel() != 1 || t.scalar_type() != torch::kLong) {
-    throw malformed(path, "missing or malformed entry '" + key + "'");
-  }
-  return t.item<std::int64_t>();
+/// The optimizer's torch archive as a uint8 tensor.
+torch::Tensor optimizer_bytes(torch::optim::Optimizer& opt) {
+  torch::serialize::OutputArchive archive;
+  opt.save(archive);
+  std::string bytes;
+  archive.save_to([&bytes](const void* data, std::size_t size) {
+    bytes.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  return torch::from_blob(bytes.data(), {static_cast<std::int64_t>(bytes.size())}, torch::kUInt8)
+      .clone();
 }
 
-std::string read_string(InputArchive& archive, const std::string& key, const std::string& path) {
-  c10::IValue value;
-  if (!archive.try_read(key, value) || !value.isString()) {
-    throw malformed(path, "missing or malformed entry '" + key + "'");
-  }
-  return value.toStringRef();
+TensorPiece whole(const std::string& name, const torch::Tensor& t, int ranks) {
+  return {
+      name, t.sizes().vec(), t.scalar_type(), {Placement::replicate("dp", 0, ranks)}, t.detach()};
 }
 
-void write_state(OutputArchive& archive, const TrainingState& state, const std::string& optimizer) {
-  archive.write("step", scalar(state.step));
-  archive.write("epoch", scalar(state.epoch));
-  archive.write("optimizer_type", c10::IValue(optimizer));
-  OutputArchive extra;
-  for (const auto& [key, value] : state.extra) extra.write(encode_key(key), scalar(value));
-  archive.write("extra", extra);
-  OutputArchive config;
-  for (const auto& [key, value] : state.config) config.write(encode_key(key), c10::IValue(value));
-  archive.write("config", config);
+Error refused(const Error& e) {
+  return Error(e.status(), "load_checkpoint: " + std::string(e.what()));
 }
 
-/// A checkpoint's three parts, read from its file.
-struct Archives {
-  InputArchive model;
-  InputArchive optimizer;
-  InputArchive state;
-};
-
-Archives open_checkpoint(const std::string& path) {
-  InputArchive root;
+/// Fills the model's tensors and the optimizer from the checkpoint, after load_tensor_checkpoint
+/// has checked every tensor: nothing is changed when a check fails.
+void load_checked(const std::string& path, const CheckpointListing& listing,
+                  torch::nn::Module& model, torch::optim::Optimizer& opt) {
+  const auto tensors = module_tensors(model);
+  std::vector<TensorPiece> targets;
+  for (const auto& [name, t] : tensors)
+    targets.push_back({name, t.sizes().vec(), t.scalar_type(), {}, {}});
+  std::vector<std::int64_t> archive_shape;
+  for (const SavedTensor& t : listing.tensors)
+    if (t.name == kOptimizerTensor) archive_shape = t.global_shape;
+  targets.push_back({kOptimizerTensor, archive_shape, torch::kUInt8, {}, {}});
   try {
-    root.load_from(path);
-  } catch (const std::exception& e) {
-    throw Error(Status::SystemError,
-                "load_checkpoint: cannot read " + path + ": " + detail::short_message(e));
+    load_tensor_checkpoint(path, targets);
+  } catch (const Error& e) {
+    throw refused(e);
   }
-  Archives parts;
-  if (!root.try_read("model", parts.model) || !root.try_read("optimizer", parts.optimizer) ||
-      !root.try_read("state", parts.state)) {
-    throw Error(Status::SystemError, "load_checkpoint: " + path + " is not a Chorus checkpoint");
+  const torch::Tensor& bytes = targets.back().data;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(static_cast<const char*>(bytes.data_ptr()),
+                      static_cast<std::size_t>(bytes.numel()));
+    opt.load(archive);
+  } catch (const c10::Error& e) {
+    throw Error(Status::InvalidArgument,
+                "load_checkpoint: " + path +
+                    " does not match the optimizer: " + e.what_without_backtrace());
   }
-  return parts;
-}
-
-/// The state part; checkpoints written before the configuration was recorded have none.
-TrainingState read_state(InputArchive& archive, const std::string& path) {
-  TrainingState state;
-  state.step = read_scalar(archive, "step", path);
-  state.epoch = read_scalar(archive, "epoch", path);
-  InputArchive extra;
-  if (archive.try_read("extra", extra)) {
-    for (const auto& key : extra.keys())
-      state.extra[decode_key(key, path)] = read_scalar(extra, key, path);
-  }
-  InputArchive config;
-  if (archive.try_read("config", config)) {
-    for (const auto& key : config.keys())
-      state.config[decode_key(key, path)] = read_string(config, key, path);
-  }
-  return state;
-}
-
-void check_optimizer_type(InputArchive& state, const torch::optim::Optimizer& opt,
-                          const std::string& path) {
-  c10::IValue saved;
-  if (!state.try_read("optimizer_type", saved)) return;  // not recorded: Optimizer::load checks
-  const std::string given = detail::optimizer_type(opt);
-  if (!saved.isString() || saved.toStringRef() != given) {
-    throw Error(Status::InvalidArgument, "load_checkpoint: " + path + " holds the state of a " +
-                                             (saved.isString() ? saved.toStringRef() : "?") +
-                                             " optimizer, the given optimizer is " + given);
-  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].second.copy_(targets[i].data);
 }
 
 }  // namespace
@@ -148,58 +109,48 @@ void check_checkpoint_path(const std::string& path, const chorus::Communicator& 
 void save_checkpoint(const std::string& path, torch::nn::Module& model,
                      torch::optim::Optimizer& opt, const TrainingState& state,
                      const chorus::Communicator& comm) {
-  require_argument(!path.empty(), "save_checkpoint: empty path");
+  std::vector<TensorPiece> pieces;
+  CheckpointHeader header{state, {}};
   std::optional<Error> failure;
   if (comm.rank() == 0) {
     failure = detail::failure_of(
         [&] {
-          OutputArchive root;
-          OutputArchive model_archive;
-          model.save(model_archive);
-          root.write("model", model_archive);
-          OutputArchive opt_archive;
-          opt.save(opt_archive);
-          root.write("optimizer", opt_archive);
-          OutputArchive state_archive;
-          write_state(state_archive, state, detail::optimizer_type(opt));
-          root.write("state", state_archive);
-          const std::string tmp = path + ".tmp";
-          root.save_to(tmp);
-          if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-            throw Error(Status::SystemError,
-                        "rename " + tmp + " -> " + path + ": " + std::strerror(errno));
-          }
+          for (const auto& [name, t] : module_tensors(model))
+            pieces.push_back(whole(name, t, comm.size()));
+          pieces.push_back(whole(kOptimizerTensor, optimizer_bytes(opt), comm.size()));
+          header.model = {{"modules", module_names(model)},
+                          {"optimizer", detail::optimizer_type(opt)}};
         },
         Status::SystemError);
     if (failure) {
-      failure = Error(failure->status(), "save_checkpoint(" + path +
-                                             ") failed on rank 0: " + std::string(failure->what()));
+      failure = Error(failure->status(),
+                      "save_checkpoint(" + path + ") failed on rank 0: " + failure->what());
     }
   }
-  // Every rank learns whether rank 0 succeeded, so all throw or all return together.
   detail::raise_if_any_failed(comm, failure);
+  detail::save_pieces("save_checkpoint", path, pieces, header, comm);
 }
 
 TrainingState read_checkpoint_state(const std::string& path) {
-  Archives parts = open_checkpoint(path);
-  return read_state(parts.state, path);
+  return read_tensor_checkpoint(path).header.state;
 }
 
 TrainingState load_checkpoint(const std::string& path, torch::nn::Module& model,
                               torch::optim::Optimizer& opt) {
-  Archives parts = open_checkpoint(path);
-  TrainingState state = read_state(parts.state, path);
-  detail::check_fits(parts.model, model, "", path);
-  check_optimizer_type(parts.state, opt, path);
+  const CheckpointListing listing = read_tensor_checkpoint(path);
+  std::vector<std::string> saved;
+  for (const SavedTensor& t : listing.tensors)
+    if (t.name != kOptimizerTensor) saved.push_back(t.name);
+  std::vector<std::string> ours;
+  for (const auto& entry : module_tensors(model)) ours.push_back(entry.first);
   try {
-    model.load(parts.model);
-    opt.load(parts.optimizer);
-  } catch (const c10::Error& e) {
-    throw Error(Status::InvalidArgument,
-                "load_checkpoint: " + path +
-                    " does not match the model or optimizer: " + e.what_without_backtrace());
+    detail::check_structure(listing.header.model, module_names(model), saved, ours, path);
+    detail::check_optimizer_type(listing.header.model, opt, path);
+  } catch (const Error& e) {
+    throw refused(e);
   }
-  return state;
+  load_checked(path, listing, model, opt);
+  return listing.header.state;
 }
 
 std::string config_difference(const std::string& path, const RunConfig& saved,
@@ -208,30 +159,9 @@ std::string config_difference(const std::string& path, const RunConfig& saved,
     return "checkpoint " + path +
            " records no settings to compare with this run's (it was written without them)";
   }
-  std::vector<std::string> before, now;
-  auto value_in = [](const RunConfig& config, const std::string& key) {
-    auto it = config.find(key);
-    return key + " " + (it == config.end() ? std::string("(not recorded)") : it->second);
-  };
-  RunConfig keys = saved;
-  keys.insert(current.begin(), current.end());
-  for (const auto& entry : keys) {
-    const std::string& key = entry.first;
-    auto a = saved.find(key), b = current.find(key);
-    if (a != saved.end() && b != current.end() && a->second == b->second) continue;
-    before.push_back(value_in(saved, key));
-    now.push_back(value_in(current, key));
-  }
+  const auto [before, now] = detail::differing_settings(saved, current);
   if (before.empty()) return "";
-  auto join = [](const std::vector<std::string>& items) {
-    std::string out;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
-      out += items[i];
-    }
-    return out;
-  };
-  return "checkpoint " + path + " was made with " + join(before) + ", this run has " + join(now);
+  return "checkpoint " + path + " was made with " + before + ", this run has " + now;
 }
 
 std::optional<TrainingState> resume_checkpoint(const std::string& path, torch::nn::Module& model,

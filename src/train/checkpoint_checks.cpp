@@ -1,6 +1,8 @@
 // Checks made before a checkpoint is written or loaded (see checkpoint_checks.hpp).
 #include "checkpoint_checks.hpp"
 
+#include <torch/torch.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,34 +17,20 @@
 namespace chorus::train::detail {
 namespace {
 
-Error refuse(const std::string& sentence) {
-  return Error(Status::InvalidArgument, "load_checkpoint: " + sentence);
+/// The first of `names` that `others` lacks ("" when none).
+std::string first_missing(const std::vector<std::string>& names,
+                          const std::vector<std::string>& others) {
+  const std::set<std::string> known(others.begin(), others.end());
+  for (const std::string& name : names)
+    if (known.count(name) == 0) return name;
+  return "";
 }
 
-std::string shape_of(const torch::Tensor& t) {
-  std::ostringstream out;
-  out << t.sizes();
-  return out.str();
-}
-
-/// Throws unless `archive` holds tensor `name` with `want`'s shape and dtype.
-void check_tensor(torch::serialize::InputArchive& archive, const std::string& name,
-                  const std::string& full_name, const torch::Tensor& want,
-                  const std::string& path) {
-  torch::Tensor saved;
-  if (!archive.try_read(name, saved)) {
-    throw refuse(path + " has no tensor " + full_name + " (the model's has shape " +
-                 shape_of(want) + ")");
-  }
-  if (!saved.sizes().equals(want.sizes())) {
-    throw refuse(path + " holds " + full_name + " with shape " + shape_of(saved) +
-                 ", the model's " + full_name + " has shape " + shape_of(want));
-  }
-  if (saved.scalar_type() != want.scalar_type()) {
-    throw refuse(path + " holds " + full_name + " as " +
-                 std::string(c10::toString(saved.scalar_type())) + ", the model's is " +
-                 std::string(c10::toString(want.scalar_type())));
-  }
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
 }
 
 }  // namespace
@@ -65,30 +53,30 @@ std::optional<std::string> path_problem(const std::string& path) {
   return std::nullopt;
 }
 
-void check_fits(torch::serialize::InputArchive& archive, torch::nn::Module& module,
-                const std::string& prefix, const std::string& path) {
-  std::set<std::string> known;
-  for (const auto& p : module.named_parameters(/*recurse=*/false)) {
-    known.insert(p.key());
-    check_tensor(archive, p.key(), prefix + p.key(), p.value(), path);
-  }
-  for (const auto& b : module.named_buffers(/*recurse=*/false)) {
-    known.insert(b.key());
-    check_tensor(archive, b.key(), prefix + b.key(), b.value(), path);
-  }
-  for (const auto& child : module.named_children()) {
-    known.insert(child.key());
-    torch::serialize::InputArchive child_archive;
-    if (!archive.try_read(child.key(), child_archive)) {
-      throw refuse(path + " has no module " + prefix + child.key());
-    }
-    check_fits(child_archive, *child.value(), prefix + child.key() + ".", path);
-  }
-  for (const auto& key : archive.keys()) {
-    if (known.count(key) == 0) {
-      throw refuse(path + " holds " + prefix + key + ", which the model does not have");
-    }
-  }
+void check_structure(const RunConfig& saved_model, const std::string& modules,
+                     const std::vector<std::string>& saved, const std::vector<std::string>& ours,
+                     const std::string& path) {
+  const auto recorded = saved_model.find("modules");
+  require_argument(recorded != saved_model.end(),
+                   path + " records no module structure (it was not written by save_checkpoint)");
+  const std::vector<std::string> saved_modules = words(recorded->second);
+  const std::vector<std::string> our_modules = words(modules);
+  const std::string missing = first_missing(our_modules, saved_modules);
+  require_argument(missing.empty(), path + " has no module " + missing);
+  const std::string extra = first_missing(saved_modules, our_modules);
+  require_argument(extra.empty(), path + " holds " + extra + ", which the model does not have");
+  const std::string extra_tensor = first_missing(saved, ours);
+  require_argument(extra_tensor.empty(),
+                   path + " holds " + extra_tensor + ", which the model does not have");
+}
+
+void check_optimizer_type(const RunConfig& saved_model, const torch::optim::Optimizer& opt,
+                          const std::string& path) {
+  const auto it = saved_model.find("optimizer");
+  const std::string saved = it == saved_model.end() ? "(not recorded)" : it->second;
+  const std::string given = optimizer_type(opt);
+  require_argument(saved == given, path + " holds the state of a " + saved +
+                                       " optimizer, the given optimizer is " + given);
 }
 
 std::string optimizer_type(const torch::optim::Optimizer& opt) {

@@ -1,16 +1,17 @@
 // What checkpoint.cpp checks before it writes or loads anything (checkpoint_checks.cpp):
-// whether a path can be written, whether an archive's tensors fit a module, the optimizer's
-// type name, and how ranks agree on a failure. Includes torch: private to src/train.
+// whether a path can be written, whether a checkpoint's structure fits a module, the
+// optimizer's type name, and how ranks agree on a failure. Private to src/train; torch types
+// are only forward-declared (checkpoint.hpp).
 #pragma once
 
 #include <chorus/communicator.hpp>
 #include <chorus/error.hpp>
-
-#include <torch/torch.h>
+#include <chorus/train/checkpoint.hpp>
 
 #include <exception>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace chorus::train::detail {
 
@@ -19,11 +20,19 @@ namespace chorus::train::detail {
 /// removes path + ".tmp" to find out (it leaves one that was there before).
 std::optional<std::string> path_problem(const std::string& path);
 
-/// Throws InvalidArgument unless every parameter and buffer of `module` is in `archive` (as
-/// Module::save wrote it) with the same shape and dtype, and the archive holds nothing else.
-/// `prefix` is the module's dotted name ("" for the root); `path` names the file.
-void check_fits(torch::serialize::InputArchive& archive, torch::nn::Module& module,
-                const std::string& prefix, const std::string& path);
+/// Throws InvalidArgument unless a checkpoint of a module whose description is `saved_model`
+/// (save_checkpoint's "modules", the submodules' dotted names) and whose tensors are `saved`
+/// fits a module whose submodules are `modules` and whose tensors are `ours`: "<path> has no
+/// module 3", "<path> holds 3, which the model does not have", "<path> holds 0.bias, which the
+/// model does not have". A tensor the checkpoint lacks is load_tensor_checkpoint's sentence.
+void check_structure(const RunConfig& saved_model, const std::string& modules,
+                     const std::vector<std::string>& saved, const std::vector<std::string>& ours,
+                     const std::string& path);
+
+/// Throws InvalidArgument unless `opt` has the optimizer type `saved_model` records ("<path>
+/// holds the state of a SGD optimizer, the given optimizer is Adam").
+void check_optimizer_type(const RunConfig& saved_model, const torch::optim::Optimizer& opt,
+                          const std::string& path);
 
 /// "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LBFGS", or the C++ type name of another.
 std::string optimizer_type(const torch::optim::Optimizer& opt);

@@ -1,11 +1,11 @@
 // Checkpoint refusals: tensors of another shape, tensors the model lacks or does not have, an
 // optimizer of another type, a run of another configuration (on every rank, before anything
 // is loaded), a path that cannot be written (before training), and one-line save failures.
+#include "checkpoint_test_util.hpp"
 #include "ddp_test_util.hpp"
 
 #include <chorus/error.hpp>
 
-#include <unistd.h>
 #include <filesystem>
 
 namespace chorus::train::testing {
@@ -13,21 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory for one test's files, removed afterwards.
-class TempDir {
- public:
-  explicit TempDir(const std::string& name)
-      : path_(fs::temp_directory_path() /
-              ("chorus_ckpt_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using chorus::testing::TempDir;
 
 /// Saves `model` with SGD and `config` from one rank.
 void save_one_rank(const std::string& path, torch::nn::Module& model, bool adam,
@@ -38,19 +24,10 @@ void save_one_rank(const std::string& path, torch::nn::Module& model, bool adam,
   });
 }
 
-/// The message of the chorus::Error `action` throws ("" when it throws none), checking that
-/// it is InvalidArgument and one line.
+/// The InvalidArgument sentence `action` throws.
 template <class Action>
 std::string refusal(Action&& action) {
-  try {
-    action();
-  } catch (const chorus::Error& e) {
-    EXPECT_EQ(e.status(), Status::InvalidArgument) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no chorus::Error thrown";
-  return "";
+  return chorus::testing::error_of(Status::InvalidArgument, action);
 }
 
 TEST(Checkpoint, LoadRefusesATensorOfAnotherShapeAndChangesNothing) {

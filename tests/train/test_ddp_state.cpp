@@ -94,9 +94,10 @@ void train(DistributedDataParallel& ddp, torch::nn::SequentialImpl& model,
 
 TEST(DdpState, CheckpointResumeContinuesTheSameLossCurve) {
   const Data d = make_data(6, 10, 51);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("chorus_ddp_ckpt_" + std::to_string(::getpid()) + ".pt"))
-                               .string();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("chorus_ddp_ckpt_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "ck.pt").string();
   std::vector<std::shared_ptr<torch::nn::SequentialImpl>> straight_models{make_mlp(5), make_mlp(6)};
   std::vector<std::shared_ptr<torch::nn::SequentialImpl>> first{make_mlp(5), make_mlp(6)};
   std::vector<std::shared_ptr<torch::nn::SequentialImpl>> resumed{make_mlp(70), make_mlp(71)};
@@ -129,7 +130,7 @@ TEST(DdpState, CheckpointResumeContinuesTheSameLossCurve) {
     DistributedDataParallel ddp(fresh, comm);
     train(ddp, *fresh, *opt, d, 3, 6, rank, interrupted[rank]);
   });
-  std::remove(path.c_str());
+  std::filesystem::remove_all(dir);  // the index and its data file
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(straight[r].size(), 6u);
     ASSERT_EQ(interrupted[r].size(), 6u);

@@ -1,8 +1,9 @@
-// Checkpoints of libchorus_train (see docs/training.md): one torch archive holding a module's
-// parameters and buffers, an optimizer's state, the TrainingState and the configuration the
-// run was made from. A checkpoint is loaded only into a model whose every tensor has the saved
-// shape and an optimizer of the saved type, and a resume refuses a run whose configuration
-// differs, with a sentence naming what differs.
+// Checkpoints of a torch::nn::Module and its optimizer (see docs/training.md), in the format
+// every strategy shares (checkpoint_format.hpp): the module's parameters and buffers under
+// their dotted names, the optimizer's state, the TrainingState and the configuration the run
+// was made from. A checkpoint is loaded only into a model of the saved module structure whose
+// every tensor has the saved shape and an optimizer of the saved type, and a resume refuses a
+// run whose configuration differs, with a sentence naming what differs.
 //
 // This header only forward-declares torch types: including it does not pull <torch/torch.h>.
 // Errors are chorus::Error: InvalidArgument for a checkpoint that does not fit the model,
@@ -45,23 +46,25 @@ struct TrainingState {
 /// exist".
 void check_checkpoint_path(const std::string& path, const chorus::Communicator& comm);
 
-/// Collective: rank 0 writes model parameters and buffers, optimizer state and `state` to
-/// path + ".tmp" and renames it to `path` (atomic); the call returns on every rank once the
-/// file is in place, or throws on every rank with rank 0's reason.
+/// Collective: rank 0 writes model parameters and buffers, optimizer state and `state` as a
+/// checkpoint at `path` (an index at `path` and a data file beside it, each written to a
+/// temporary and renamed: a reader sees the previous checkpoint or the new one); the call
+/// returns on every rank once the index is in place, or throws on every rank with rank 0's
+/// reason ("save_checkpoint(<path>) failed on rank 0: ...").
 void save_checkpoint(const std::string& path, torch::nn::Module& model,
                      torch::optim::Optimizer& opt, const TrainingState& state,
                      const chorus::Communicator& comm);
 
 /// Local: the TrainingState of checkpoint `path` (config included), without touching a model.
-/// Throws SystemError when the file is missing or malformed.
+/// Throws SystemError when the index is missing, malformed, truncated or corrupt.
 TrainingState read_checkpoint_state(const std::string& path);
 
 /// Local: reads a checkpoint written by save_checkpoint into `model` and `opt` and returns the
-/// saved TrainingState. Before anything is changed it checks that every parameter and buffer
-/// of `model` is in the file with the same shape and dtype, that the file holds no tensor the
-/// model lacks, and that `opt` is of the saved optimizer type; otherwise it throws
-/// InvalidArgument naming the tensor and both shapes (or both types). SystemError when the
-/// file is missing or malformed.
+/// saved TrainingState. Before anything is changed it checks that the file holds the model's
+/// submodules and no other, every parameter and buffer of `model` with the same shape and
+/// dtype and no tensor the model lacks, and that `opt` is of the saved optimizer type;
+/// otherwise it throws InvalidArgument naming the module or tensor and both shapes (or both
+/// types). SystemError when a file is missing, malformed, truncated or corrupt.
 TrainingState load_checkpoint(const std::string& path, torch::nn::Module& model,
                               torch::optim::Optimizer& opt);
 

@@ -70,6 +70,8 @@ class CHORUS_EXPORT GptModel {
   at::Tensor loss(const at::Tensor& tokens, const at::Tensor& targets) const;
 
   const GptConfig& config() const;
+  /// The tensor-parallel group the model is split over.
+  const Group& tp() const;
   /// Every parameter in a fixed order (embedding, position embedding, blocks, final norm).
   std::vector<GptParameter> named_parameters() const;
   std::vector<at::Tensor> parameters() const;

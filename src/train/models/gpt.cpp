@@ -141,6 +141,7 @@ GptModel::GptModel(GptModel&&) noexcept = default;
 GptModel& GptModel::operator=(GptModel&&) noexcept = default;
 
 const GptConfig& GptModel::config() const { return impl_->config; }
+const Group& GptModel::tp() const { return impl_->tp; }
 
 at::Tensor GptModel::logits(const at::Tensor& tokens) const {
   const GptConfig& c = impl_->config;
