@@ -161,11 +161,23 @@ void RankBuffers::fill_args(algorithms::Call& args) const {
 
 std::vector<std::string> RankBuffers::check(const SweepCase& c, int rank) const {
   std::vector<std::string> wrong;
+  std::vector<bool> result(recv_elements_, false);
   for (const Expectation& e : sweep_expectations(c, rank)) {
+    result[e.index] = true;
     double got = decode(c.dtype, static_cast<const std::byte*>(recv_) + e.index * element_size_);
     if (got != e.value && wrong.size() < kMaxReports) {
       wrong.push_back("rank " + std::to_string(rank) + " recv[" + std::to_string(e.index) +
                       "] = " + std::to_string(got) + ", expected " + std::to_string(e.value));
+    }
+  }
+  // Out of place, the elements that hold no result (all-to-all-v's gaps) stay unwritten.
+  for (std::size_t i = 0; i < recv_elements_ && !effectively_in_place(c, rank); ++i) {
+    const std::byte* element = static_cast<const std::byte*>(recv_) + i * element_size_;
+    if (!result[i] && std::any_of(element, element + element_size_,
+                                  [](std::byte b) { return b != kUnwritten; })) {
+      wrong.push_back("rank " + std::to_string(rank) + " recv[" + std::to_string(i) +
+                      "], between the results, was written");
+      break;
     }
   }
   if (send_must_survive_ && send_elements_ > 0 &&
