@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chorus::testing {
@@ -68,6 +69,10 @@ std::vector<SweepCase> sweep_cases(int nranks, algorithms::Needs provided);
 inline constexpr algorithms::Needs kSweepProvides =
     algorithms::kNeedsArena | algorithms::kNeedsCrossMemory | algorithms::kNeedsSharedWindows;
 
+/// Whether the algorithm needs shared windows (kNeedsSharedWindows).
+bool needs_windows(const algorithms::Algorithm& algorithm);
+/// Where the buffers lie, in words ("in the windows", ...).
+std::string_view placement_name(Placement placement);
 /// Whether the case's buffers lie in the shared window on `rank`.
 bool in_window(const SweepCase& c, int rank);
 /// Bytes each rank's window part needs for the buffers of every case in `cases`.

@@ -12,10 +12,6 @@ constexpr ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, Reduc
 constexpr std::size_t kTypeSweepCount = 1031;
 constexpr std::size_t kFullProductCount = 7;
 
-bool needs_windows(const algorithms::Algorithm& algorithm) {
-  return (algorithm.needs & algorithms::kNeedsSharedWindows) != 0;
-}
-
 // Where the structure and type cases put an algorithm's buffers: where it runs its own path.
 Placement home_of(const algorithms::Algorithm& algorithm) {
   return needs_windows(algorithm) ? Placement::Windows : Placement::Heap;
@@ -147,21 +143,21 @@ bool in_window(const SweepCase& c, int rank) {
          (c.placement == Placement::LastRankOutside && rank != c.nranks - 1);
 }
 
-namespace {
+bool needs_windows(const algorithms::Algorithm& algorithm) {
+  return (algorithm.needs & algorithms::kNeedsSharedWindows) != 0;
+}
 
-std::string placement_text(const SweepCase& c) {
-  switch (c.placement) {
+std::string_view placement_name(Placement placement) {
+  switch (placement) {
     case Placement::Windows:
-      return ", in the windows";
+      return "in the windows";
     case Placement::LastRankOutside:
-      return ", the last rank's outside the windows";
+      return "the last rank's outside the windows";
     case Placement::Heap:
       break;
   }
-  return needs_windows(*c.algorithm) ? ", outside the windows" : "";
+  return "outside the windows";
 }
-
-}  // namespace
 
 std::string describe(const SweepCase& c) {
   std::string text = std::string(to_string(c.algorithm->collective)) + "/" +
@@ -170,8 +166,9 @@ std::string describe(const SweepCase& c) {
                      std::string(to_string(c.dtype));
   if (is_reducing(c.algorithm->collective)) text += ", " + std::string(to_string(c.op));
   if (is_rooted(c.algorithm->collective)) text += ", root " + std::to_string(c.root);
-  return text + (c.in_place ? ", in place" : ", out of place") + placement_text(c) + " (case " +
-         std::to_string(c.seq) + ")";
+  if (needs_windows(*c.algorithm)) text += ", " + std::string(placement_name(c.placement));
+  return text + (c.in_place ? ", in place" : ", out of place") + " (case " + std::to_string(c.seq) +
+         ")";
 }
 
 std::vector<SweepCase> sweep_cases(int nranks, algorithms::Needs provided) {

@@ -109,10 +109,6 @@ TEST(BarrierAlgorithms, NobodyLeavesBeforeEveryoneArrived) {
   }
 }
 
-bool needs_windows(const algorithms::Algorithm& algorithm) {
-  return (algorithm.needs & algorithms::kNeedsSharedWindows) != 0;
-}
-
 // Whether every rank's share of a window call (1/n of an all-reduce, its own block
 // otherwise) spans at least two kWindowChunkBytes chunks.
 bool spans_window_chunks(const SweepCase& c) {
@@ -120,18 +116,6 @@ bool spans_window_chunks(const SweepCase& c) {
   const std::size_t share =
       c.algorithm->collective == Collective::AllReduce ? c.count / n : c.count;
   return share * dtype_size(c.dtype) >= 2 * algorithms::kWindowChunkBytes;
-}
-
-std::string placement_tag(Placement placement) {
-  switch (placement) {
-    case Placement::Windows:
-      return "in the windows";
-    case Placement::LastRankOutside:
-      return "the last rank outside the windows";
-    case Placement::Heap:
-      break;
-  }
-  return "outside the windows";
 }
 
 // Coverage tags of the sweep: what each algorithm meets across all rank counts.
@@ -145,7 +129,7 @@ std::map<const algorithms::Algorithm*, std::set<std::string>> coverage_tags() {
       tags.insert({"n" + std::to_string(n), "count" + std::to_string(c.count), dtype,
                    dtype + "/" + std::string(to_string(c.op)),
                    "n" + std::to_string(n) + "root" + std::to_string(c.root), mode,
-                   placement_tag(c.placement)});
+                   std::string(placement_name(c.placement))});
       if (!needs_windows(*c.algorithm) || c.placement != Placement::Windows) continue;
       // What the window algorithms meet in the windows, per rank count.
       const std::string at = "n" + std::to_string(n) + " ";
@@ -161,8 +145,10 @@ std::map<const algorithms::Algorithm*, std::set<std::string>> coverage_tags() {
 // in both modes and calls of several chunks in both modes; outside them, on every rank and
 // on the last one only (handed to shm_direct).
 std::vector<std::string> window_tags(const algorithms::Algorithm& algorithm) {
-  std::vector<std::string> tags = {"in the windows", "outside the windows",
-                                   "the last rank outside the windows"};
+  std::vector<std::string> tags;
+  for (Placement at : {Placement::Windows, Placement::Heap, Placement::LastRankOutside}) {
+    tags.emplace_back(placement_name(at));
+  }
   for (int n : kSweepRankCounts) {
     if (n < 2) continue;
     const std::string at = "n" + std::to_string(n) + " ";
