@@ -97,7 +97,7 @@ std::size_t sweep_send_elements(const SweepCase& c, int rank) {
     case Collective::AllToAll:
       return n * c.count;
     case Collective::AllToAllV:
-      return alltoallv_send_displ(c, rank, c.nranks);
+      return alltoallv_send_displ(c, rank, -1);
     case Collective::Barrier:
       return 0;
     default:
@@ -131,7 +131,9 @@ std::size_t alltoallv_count(const SweepCase& c, int from, int to) {
 
 std::size_t alltoallv_send_displ(const SweepCase& c, int from, int to) {
   std::size_t displ = 0;
-  for (int peer = 0; peer < to; ++peer) displ += alltoallv_count(c, from, peer) + gap(c, peer % 2);
+  for (int peer = c.nranks - 1; peer > to; --peer) {
+    displ += alltoallv_count(c, from, peer) + gap(c, peer % 2);
+  }
   return displ;
 }
 

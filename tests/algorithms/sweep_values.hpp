@@ -16,7 +16,8 @@ std::size_t sweep_send_elements(const SweepCase& c, int rank);
 std::size_t sweep_recv_elements(const SweepCase& c, int rank);
 
 /// All-to-all-v layout: elements `from` sends `to`, and where they sit in the
-/// sender's and in the receiver's buffer (displacements leave gaps).
+/// sender's buffer (blocks in falling rank order: `to` = -1 gives the extent) and in the
+/// receiver's (in rank order: `from` = n gives the extent); gaps lie between the blocks.
 std::size_t alltoallv_count(const SweepCase& c, int from, int to);
 std::size_t alltoallv_send_displ(const SweepCase& c, int from, int to);
 std::size_t alltoallv_recv_displ(const SweepCase& c, int to, int from);

@@ -1,10 +1,14 @@
 // Every registered algorithm x rank counts {1,2,3,4,5,7,8} x counts x dtypes x
 // ops x roots x in place, on the in-process MemoryTransport (threads as ranks),
 // against references computed in the test (sweep.hpp). One fabric and one set
-// of threads per rank count; every rank walks the same case list.
+// of threads per rank count; every rank walks the same case list. The fabric's arenas
+// are small (kSweepArenaBytes), so that the arena algorithms cut the larger counts into
+// several rounds, and hold one shared window large enough for every case's buffers.
 #include "algorithms/algorithm.hpp"
 #include "algorithms/selection.hpp"
+#include "algorithms/window.hpp"
 #include "memory_transport.hpp"
+#include "scoped_env.hpp"
 #include "sweep.hpp"
 
 #include <chorus/error.hpp>
@@ -33,13 +37,22 @@ bool must_stay_silent(const SweepCase& c) {
   return c.count == 0 && collective != Collective::Barrier && collective != Collective::AllToAllV;
 }
 
+// CHORUS_SHM_ARENA_BYTES of the sweep's arenas: 8 KiB rounds in the halves, so count 1025
+// of 8-byte elements, and every case of the shm_window algorithms handed to shm_direct,
+// take several rounds, their last one often a lane.
+constexpr const char* kSweepArenaBytes = "16384";
+
 class AlgorithmSweep : public ::testing::TestWithParam<int> {};
 
 TEST_P(AlgorithmSweep, EveryAlgorithmMatchesTheReference) {
   const int n = GetParam();
   const std::vector<SweepCase> cases = sweep_cases(n, kSweepProvides);
   MemoryFabric fabric(n);
-  fabric.attach_arenas();
+  {
+    ScopedEnv small_arena("CHORUS_SHM_ARENA_BYTES", kSweepArenaBytes);
+    fabric.attach_arenas();
+  }
+  fabric.attach_windows(sweep_window_bytes(cases));
   std::mutex mutex;
   std::vector<std::string> wrong;
   auto failures = run_ranks(fabric, [&](transport::Transport& transport, int rank) {
@@ -48,7 +61,7 @@ TEST_P(AlgorithmSweep, EveryAlgorithmMatchesTheReference) {
       std::vector<std::string> problems;
       algorithms::Context context{transport, fabric.arena(rank), /*cross_memory=*/true};
       try {
-        problems = run_sweep_case(context, c);
+        problems = run_sweep_case(context, c, fabric.window(rank));
       } catch (const Error& e) {
         throw Error(e.status(), describe(c) + ": " + e.what());
       }
@@ -96,6 +109,15 @@ TEST(BarrierAlgorithms, NobodyLeavesBeforeEveryoneArrived) {
   }
 }
 
+// Whether every rank's share of a window call (1/n of an all-reduce, its own block
+// otherwise) spans at least two kWindowChunkBytes chunks.
+bool spans_window_chunks(const SweepCase& c) {
+  const std::size_t n = static_cast<std::size_t>(c.nranks);
+  const std::size_t share =
+      c.algorithm->collective == Collective::AllReduce ? c.count / n : c.count;
+  return share * dtype_size(c.dtype) >= 2 * algorithms::kWindowChunkBytes;
+}
+
 // Coverage tags of the sweep: what each algorithm meets across all rank counts.
 std::map<const algorithms::Algorithm*, std::set<std::string>> coverage_tags() {
   std::map<const algorithms::Algorithm*, std::set<std::string>> seen;
@@ -103,24 +125,54 @@ std::map<const algorithms::Algorithm*, std::set<std::string>> coverage_tags() {
     for (const SweepCase& c : sweep_cases(n, kSweepProvides)) {
       auto& tags = seen[c.algorithm];
       std::string dtype(to_string(c.dtype));
+      std::string mode = c.in_place ? "in place" : "out of place";
       tags.insert({"n" + std::to_string(n), "count" + std::to_string(c.count), dtype,
                    dtype + "/" + std::string(to_string(c.op)),
-                   "n" + std::to_string(n) + "root" + std::to_string(c.root),
-                   c.in_place ? "in place" : "out of place"});
+                   "n" + std::to_string(n) + "root" + std::to_string(c.root), mode,
+                   std::string(placement_name(c.placement))});
+      if (!needs_windows(*c.algorithm) || c.placement != Placement::Windows) continue;
+      // What the window algorithms meet in the windows, per rank count.
+      const std::string at = "n" + std::to_string(n) + " ";
+      tags.insert({at + dtype + "/" + std::string(to_string(c.op)) + " " + mode});
+      if (spans_window_chunks(c)) tags.insert({at + "several chunks " + mode});
     }
   }
   return seen;
 }
 
+// The tags of an algorithm that needs shared windows, which takes only calls past
+// kMinWindowBytes on two ranks or more: in the windows at every rank count, every dtype x op
+// in both modes and calls of several chunks in both modes; outside them, on every rank and
+// on the last one only (handed to shm_direct).
+std::vector<std::string> window_tags(const algorithms::Algorithm& algorithm) {
+  std::vector<std::string> tags;
+  for (Placement at : {Placement::Windows, Placement::Heap, Placement::LastRankOutside}) {
+    tags.emplace_back(placement_name(at));
+  }
+  for (int n : kSweepRankCounts) {
+    if (n < 2) continue;
+    const std::string at = "n" + std::to_string(n) + " ";
+    for (std::string mode : {"in place", "out of place"}) {
+      tags.push_back(at + "several chunks " + mode);
+      for (int d = 0; d < kNumDataTypes; ++d) {
+        const std::string dtype(to_string(static_cast<DataType>(d)));
+        for (int op = 0; op < (is_reducing(algorithm.collective) ? 4 : 1); ++op) {
+          tags.push_back(at + dtype + "/" + std::string(to_string(static_cast<ReduceOp>(op))) +
+                         " " + mode);
+        }
+      }
+    }
+  }
+  return tags;
+}
+
 // The tags an algorithm must meet: every rank count it accepts, each root
 // there (rooted collectives), every count, dtype and, when reducing, dtype/op.
 std::vector<std::string> required_tags(const algorithms::Algorithm& algorithm) {
-  // shm_window needs the call's buffers in shared windows, which the sweep's buffers are not
-  // (tests/comm/test_shm_window.cpp).
-  if ((algorithm.needs & ~kSweepProvides) != 0) return {};
+  if (needs_windows(algorithm)) return window_tags(algorithm);
   std::vector<std::string> tags = {"in place", "out of place"};
   for (int n : kSweepRankCounts) {
-    if (algorithm.accepts && (n & (n - 1)) != 0) continue;  // the only decliner: powers of two
+    if (algorithm.accepts && (n & (n - 1)) != 0) continue;  // the other decliner: powers of two
     tags.push_back("n" + std::to_string(n));
     for (int root = 0; root < (is_rooted(algorithm.collective) ? n : 1); ++root) {
       tags.push_back("n" + std::to_string(n) + "root" + std::to_string(root));

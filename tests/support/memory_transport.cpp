@@ -2,6 +2,7 @@
 #include "memory_transport.hpp"
 
 #include "bootstrap/store.hpp"
+#include "transport/arena/segment.hpp"
 
 #include <chorus/error.hpp>
 
@@ -290,6 +291,32 @@ void MemoryFabric::attach_arenas() {
     });
   }
   for (auto& thread : threads) thread.join();
+}
+
+void MemoryFabric::attach_windows(std::size_t bytes_per_rank) {
+  if (arenas_.empty() || !windows_.empty() || bytes_per_rank == 0) {
+    throw Error(Status::InvalidUsage, "attach_windows(" + std::to_string(bytes_per_rank) +
+                                          "): once, after attach_arenas, with some bytes");
+  }
+  constexpr std::size_t kPage = 4096;
+  const std::size_t stride = (bytes_per_rank + kPage - 1) / kPage * kPage;
+  const auto n = static_cast<std::size_t>(size());
+  const std::string name = "/chorus-sweep-w-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(reinterpret_cast<std::uintptr_t>(this));
+  auto created = transport::Segment::create(name, stride * n);
+  windows_.resize(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    auto segment = r == 0 ? created : transport::Segment::open(name, stride * n);
+    transport::WindowTable& table = arenas_[r]->windows();
+    std::byte* part =
+        table.add(table.next_id(), std::move(segment), stride, bytes_per_rank, static_cast<int>(r));
+    windows_[r] = {part, bytes_per_rank};
+  }
+  created->unlink();
+}
+
+std::span<std::byte> MemoryFabric::window(int rank) const {
+  return windows_.empty() ? std::span<std::byte>() : windows_[static_cast<std::size_t>(rank)];
 }
 
 transport::HostArena* MemoryFabric::arena(int rank) const {

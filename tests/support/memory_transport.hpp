@@ -12,15 +12,18 @@
 // on any rank breaks every rank of the fabric (RemoteError for the others), so
 // a failing test thread releases the rest at once. After a throw a transport
 // is broken and every later call throws the same error. With attach_arenas() each rank
-// also has a host arena, so the algorithms that work in one run on threads too.
+// also has a host arena, so the algorithms that work in one run on threads too, and with
+// attach_windows() a shared window in it, so do those that need their buffers in one.
 #pragma once
 
 #include "transport/arena/host_arena.hpp"
 #include "transport/transport.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,13 @@ class MemoryFabric {
   void attach_arenas();
   /// Rank `rank`'s host arena, or nullptr before attach_arenas.
   transport::HostArena* arena(int rank) const;
+  /// Registers one shared window of `bytes_per_rank` bytes per rank in every rank's arena
+  /// (one segment, mapped once per rank, with rank r's part at r x a page-rounded stride, as
+  /// Communicator::alloc_shared makes it), so that contexts on the arenas provide
+  /// kNeedsSharedWindows. Call once, after attach_arenas, before run_ranks.
+  void attach_windows(std::size_t bytes_per_rank);
+  /// Rank `rank`'s part of that window, in its own mapping (empty before attach_windows).
+  std::span<std::byte> window(int rank) const;
 
  private:
   friend class MemoryEndpoint;
@@ -56,6 +66,7 @@ class MemoryFabric {
 
   std::vector<std::unique_ptr<MemoryEndpoint>> endpoints_;
   std::vector<std::unique_ptr<transport::HostArena>> arenas_;  ///< after attach_arenas
+  std::vector<std::span<std::byte>> windows_;                  ///< after attach_windows
 };
 
 /// Runs `body(transport, rank)` on one thread per rank of `fabric` and joins
