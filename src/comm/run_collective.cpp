@@ -38,7 +38,7 @@ algorithms::Selection select(CommState& comm, const algorithms::Call& call,
 /// Runs `call` with `choice` in `context` (its chunk set here) and returns what ran;
 /// `caller_bytes` is what the log reports (the caller's message, also when `call` is widened).
 algorithms::Outcome run_choice(CommState& comm, const algorithms::Call& call,
-                               algorithms::Context context, const algorithms::Selection& choice,
+                               algorithms::Context& context, const algorithms::Selection& choice,
                                std::size_t caller_bytes) {
   context.chunk_bytes = choice.chunk_bytes;
   // Only the running step writes last_algorithm (steps are serialised by the executor), so
@@ -61,14 +61,14 @@ algorithms::Outcome run_choice(CommState& comm, const algorithms::Call& call,
 }
 
 algorithms::Outcome run_selected(CommState& comm, const algorithms::Call& call,
-                                 const algorithms::Context& context) {
+                                 algorithms::Context& context) {
   return run_choice(comm, call, context, select(comm, call, context.provides()),
                     algorithms::selection_bytes(call));
 }
 
 /// A barrier that carries a roots digest: a Mismatch also names this rank's rooted calls.
 void run_barrier_after_rooted_calls(CommState& comm, const algorithms::Call& call,
-                                    const algorithms::Context& context) {
+                                    algorithms::Context& context) {
   try {
     run_selected(comm, call, context);
   } catch (const Error& error) {
