@@ -41,7 +41,7 @@ namespace chorus::algorithms {
 
 class CmaCall {
  public:
-  /// Begins the call on the transport's arena and exchanges the cards (see above).
+  /// Begins the call in the context's host arena and exchanges the cards (see above).
   CmaCall(const Call& args, const Context& ctx);
   CmaCall(const CmaCall&) = delete;
   CmaCall& operator=(const CmaCall&) = delete;
