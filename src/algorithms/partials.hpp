@@ -1,11 +1,11 @@
 // Partial results wider than the caller's dtype. A float16/bfloat16 Sum or Prod (an Avg
 // arrives as Sum) is computed in fp32 and rounded to the half type once per element, where
 // that element's final value is produced (core/reduce.hpp). An algorithm that accumulates
-// halves itself (Algorithm::folding, not Folding::None) therefore moves a rank's unreduced input and
-// the final values in the caller's dtype, and any partial result (a reduction over some but
-// not all ranks) in fp32: rounding a partial to the half type would round that element
-// twice, and the result would depend on the algorithm. It also divides an average before
-// that one rounding (fold_half_average).
+// halves itself (Algorithm::folding, not Folding::None) therefore moves a rank's unreduced input
+// and the final values in the caller's dtype, and any partial result (a reduction over some but not
+// all ranks) in fp32: rounding a partial to the half type would round that element twice, and the
+// result would depend on the algorithm. It also divides an average before that one rounding
+// (fold_half_average).
 #pragma once
 
 #include "algorithms/algorithm.hpp"
