@@ -72,7 +72,10 @@ class CHORUS_EXPORT GptPipeline {
   /// Runs one step's forward and backward over `micro_batches` (schedule.micro_batches of
   /// them, the same on every pipeline rank), accumulating into this rank's parameters'
   /// gradients (zero them between steps). Returns the step's loss on the ranks that hold the
-  /// last virtual stage, an undefined tensor elsewhere.
+  /// last virtual stage, an undefined tensor elsewhere. A failure during the actions (a
+  /// message of another shape than expected: InvalidArgument naming both stages and shapes; a
+  /// lost peer) aborts the pipeline group, so that the other stages fail promptly instead of
+  /// waiting for CHORUS_TIMEOUT; the pipeline cannot run another step after that.
   at::Tensor forward_backward(const std::vector<MicroBatch>& micro_batches);
 
   /// This rank's parameters (its chunks'), with their logical names.

@@ -145,8 +145,15 @@ at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches)
   slots.assign(static_cast<std::size_t>(schedule.chunks()),
                std::vector<MicroBatchSlot>(static_cast<std::size_t>(m)));
   step_loss = at::Tensor();
-  for (const PipelineAction& a : schedule.ranks[static_cast<std::size_t>(rank())]) run(a);
-  for (detail::PendingSend& send : sends) send.wait();
+  try {
+    for (const PipelineAction& a : schedule.ranks[static_cast<std::size_t>(rank())]) run(a);
+    for (detail::PendingSend& send : sends) send.wait();
+  } catch (...) {
+    // The neighbours may be waiting for this stage: make them fail now, not at the timeout.
+    Communicator pp = groups.pp.comm;
+    pp.abort();
+    throw;
+  }
   sends.clear();
   slots.clear();
   batch = nullptr;
