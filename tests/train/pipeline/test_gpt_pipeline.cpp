@@ -55,19 +55,22 @@ PipelineGroups groups_of(const Mesh& mesh) {
   return {mesh.pp(), mesh.tp(), embedding};
 }
 
-/// Trains the pipeline and the one-process model side by side for kSteps steps.
-void check_equivalence(const ScheduleOptions& schedule) {
+/// Trains the pipeline and the model without pipelining side by side for kSteps steps: with
+/// tp 1 that is the one-process model; with tp t both hold the same tensor-parallel shards
+/// (the tp model itself matches the one-process model in test_train_gpt).
+void check_equivalence(const ScheduleOptions& schedule, int tp = 1) {
   const int p = schedule.stages, m = schedule.micro_batches;
   const std::int64_t layers = std::max(4, p * schedule.chunks);
   SCOPED_TRACE(std::string(to_string(schedule.kind)) + " p " + std::to_string(p) + " m " +
-               std::to_string(m) + " v " + std::to_string(schedule.chunks));
-  chorus::testing::ThreadJob job(p);
+               std::to_string(m) + " v " + std::to_string(schedule.chunks) + " tp " +
+               std::to_string(tp));
+  chorus::testing::ThreadJob job(p * tp);
   ASSERT_TRUE(job.ok());
   job.run([&](Communicator& world) {
-    const Mesh mesh(world, {.degrees = {.pp = p}, .embedding_group = true});
+    const Mesh mesh(world, {.degrees = {.pp = p, .tp = tp}, .embedding_group = true});
     GptPipeline pipeline(config(layers), groups_of(mesh),
                          {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
-    const GptModel reference(config(layers), mesh.tp());  // tp has one rank
+    const GptModel reference(config(layers), mesh.tp());
     std::map<std::string, at::Tensor> expected;
     for (const GptParameter& q : reference.named_parameters()) expected[q.name] = q.tensor;
     for (int step = 0; step < kSteps; ++step) {
@@ -103,6 +106,11 @@ TEST(GptPipeline, InterleavedMatchesTheOneProcessModel) {
 }
 TEST(GptPipeline, ZeroBubbleH1MatchesTheOneProcessModel) {
   check_schedule(ScheduleKind::ZeroBubbleH1);
+}
+// Tensor parallelism inside each stage: pp 2 × tp 2 on 4 ranks.
+TEST(GptPipeline, TensorParallelStagesMatchTheTensorParallelModel) {
+  check_equivalence({ScheduleKind::OneFOneB, 2, 3, 1}, 2);
+  check_equivalence({ScheduleKind::ZeroBubbleH1, 2, 2, 1}, 2);
 }
 
 }  // namespace
