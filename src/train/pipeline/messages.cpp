@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <string>
 
 namespace chorus::train::detail {
@@ -49,9 +50,16 @@ at::Tensor recv_tensor(const Group& pp, int peer, int tag, const ExpectedTensor&
   at::Tensor header = at::empty({kHeader}, at::kLong);
   comm.irecv(header.data_ptr(), kHeader, DataType::Int64, peer, 2 * tag).wait();
   const auto* h = header.data_ptr<std::int64_t>();
+  // The header's lengths are checked before they are used.
+  const bool valid = h[0] >= 0 && h[0] < static_cast<std::int64_t>(at::ScalarType::NumOptions) &&
+                     h[2] >= 0 && h[2] <= kMaxDims &&
+                     std::all_of(h + 3, h + 3 + h[2], [](std::int64_t n) { return n >= 0; });
+  require_argument(valid, "pipeline: stage " + std::to_string(e.to_stage) +
+                              " received a malformed tensor header from pipeline rank " +
+                              std::to_string(peer));
   const auto dtype = static_cast<at::ScalarType>(h[0]);
   const std::int64_t from = h[1];
-  const std::vector<std::int64_t> sizes(h + 3, h + 3 + std::min(h[2], kMaxDims));
+  const std::vector<std::int64_t> sizes(h + 3, h + 3 + h[2]);
   at::Tensor out = at::empty(sizes, at::TensorOptions().dtype(dtype));
   comm.irecv(out.data_ptr(), out.numel(), chorus_dtype(dtype, "pipeline recv"), peer, 2 * tag + 1)
       .wait();
