@@ -69,6 +69,15 @@ class CHORUS_EXPORT GptModel {
   /// same scalar on every rank.
   at::Tensor loss(const at::Tensor& tokens, const at::Tensor& targets) const;
 
+  /// The forward pass in pieces, for pipeline stages that each run a contiguous part of it:
+  /// logits(tokens) == head(run_blocks(embed(tokens), 0, layers)). `embed` checks the tokens as
+  /// logits does and returns the embedded input [s, b, h] (under sequence parallelism this
+  /// rank's s/t rows); `run_blocks` runs blocks [first, first + count); `head` applies the final
+  /// LayerNorm and the tied logits.
+  at::Tensor embed(const at::Tensor& tokens) const;
+  at::Tensor run_blocks(const at::Tensor& hidden, std::int64_t first, std::int64_t count) const;
+  at::Tensor head(const at::Tensor& hidden) const;
+
   const GptConfig& config() const;
   /// The tensor-parallel group the model is split over.
   const Group& tp() const;

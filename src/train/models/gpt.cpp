@@ -144,6 +144,10 @@ const GptConfig& GptModel::config() const { return impl_->config; }
 const Group& GptModel::tp() const { return impl_->tp; }
 
 at::Tensor GptModel::logits(const at::Tensor& tokens) const {
+  return head(run_blocks(embed(tokens), 0, impl_->config.layers));
+}
+
+at::Tensor GptModel::embed(const at::Tensor& tokens) const {
   const GptConfig& c = impl_->config;
   require_argument(tokens.defined() && tokens.dim() == 2 && tokens.scalar_type() == at::kLong,
                    "GptModel: tokens must be an int64 tensor [s, b]");
@@ -151,9 +155,23 @@ at::Tensor GptModel::logits(const at::Tensor& tokens) const {
   require_argument(s >= 1 && s <= c.sequence, "GptModel: a sequence of " + std::to_string(s) +
                                                   " tokens, the model holds " +
                                                   std::to_string(c.sequence) + " positions");
-  at::Tensor x = impl_->embedding.forward(tokens) + impl_->positions(s);
-  for (const Block& block : impl_->blocks) x = block.forward(x);
-  return impl_->embedding.logits(impl_->final_norm.forward(x));
+  return impl_->embedding.forward(tokens) + impl_->positions(s);
+}
+
+at::Tensor GptModel::run_blocks(const at::Tensor& hidden, std::int64_t first,
+                                std::int64_t count) const {
+  const std::int64_t layers = impl_->config.layers;
+  require_argument(first >= 0 && count >= 0 && first + count <= layers,
+                   "GptModel: blocks [" + std::to_string(first) + ", " +
+                       std::to_string(first + count) + ") of " + std::to_string(layers));
+  at::Tensor x = hidden;
+  for (std::int64_t i = first; i < first + count; ++i)
+    x = impl_->blocks[static_cast<std::size_t>(i)].forward(x);
+  return x;
+}
+
+at::Tensor GptModel::head(const at::Tensor& hidden) const {
+  return impl_->embedding.logits(impl_->final_norm.forward(hidden));
 }
 
 at::Tensor GptModel::loss(const at::Tensor& tokens, const at::Tensor& targets) const {

@@ -1,0 +1,98 @@
+// Pipeline parallelism for the GPT model (docs/parallel.md, "Pipeline parallelism").
+//
+// The model's blocks are cut into v·p virtual stages (pipeline_partition.hpp); virtual stage
+// c·p + r is chunk c of pipeline rank r (pipeline_schedule.hpp). The first virtual stage also
+// embeds the tokens, the last also applies the final LayerNorm, the tied logits and the loss.
+// A step runs this rank's action list of a verified schedule: activations and gradients move
+// between neighbour stages as shape-and-dtype-carrying messages over the pipeline group
+// (non-blocking sends, each receive matched by a tag naming its kind, micro-batch and stage);
+// parameter gradients accumulate over the micro-batches; the loss of micro-batch i is
+// Σ token losses_i / (tokens of all micro-batches), so the step's loss — their sum — and the
+// gradients equal the one-process model's on the whole batch. With tied embeddings across
+// stages, the first and last stage each hold the embedding and, after the last action, sum its
+// gradient over the embedding group (PARALLEL.md section 2).
+//
+// Every rank builds the GptModel (all parameters, from the layout-independent init) and trains
+// the parameters of its own chunks: named_parameters() lists those.
+#pragma once
+
+#include <chorus/export.hpp>
+#include <chorus/train/gpt.hpp>
+#include <chorus/train/mesh.hpp>
+#include <chorus/train/pipeline_schedule.hpp>
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace chorus::train {
+
+struct PipelineOptions {
+  ScheduleOptions schedule;  ///< schedule.stages must be the pipeline group's size
+  /// Blocks per virtual stage, in virtual-stage order (v·p entries); empty: balanced by
+  /// parameter count (balanced_partition, the embedding counted on the first and last stage).
+  std::vector<std::int64_t> layers_per_stage;
+  ActionCosts costs;  ///< for the verifier's bubble (report())
+};
+
+/// The groups a pipeline runs on. `embedding` ({first, last stage}, Mesh::embedding()) is
+/// needed on the first and last stage's ranks when pp > 1, and ignored elsewhere.
+struct PipelineGroups {
+  Group pp;
+  Group tp;
+  std::optional<Group> embedding;
+};
+
+/// One micro-batch: int64 tokens and targets [s, b]; s and b may differ between micro-batches.
+struct MicroBatch {
+  at::Tensor tokens;
+  at::Tensor targets;
+};
+
+/// `tokens` and `targets` [s, B] cut along b into `count` micro-batches of B/count samples;
+/// InvalidArgument naming the numbers when B is not a multiple of count.
+CHORUS_EXPORT std::vector<MicroBatch> split_micro_batches(const at::Tensor& tokens,
+                                                          const at::Tensor& targets, int count);
+
+class CHORUS_EXPORT GptPipeline {
+ public:
+  /// Collective-free. Builds the schedule and verifies it, cuts the blocks, builds the model.
+  /// InvalidArgument naming the numbers when the schedule's stages differ from the pipeline
+  /// group's size, the schedule is refused, there are fewer blocks than virtual stages or an
+  /// explicit partition does not fit, or the embedding group is missing where it is needed.
+  GptPipeline(const GptConfig& config, const PipelineGroups& groups,
+              const PipelineOptions& options);
+  ~GptPipeline();
+  GptPipeline(GptPipeline&&) noexcept;
+  GptPipeline& operator=(GptPipeline&&) noexcept;
+
+  /// Runs one step's forward and backward over `micro_batches` (schedule.micro_batches of
+  /// them, the same on every pipeline rank), accumulating into this rank's parameters'
+  /// gradients (zero them between steps). Returns the step's loss on the ranks that hold the
+  /// last virtual stage, an undefined tensor elsewhere. A failure during the actions (a
+  /// message of another shape than expected: InvalidArgument naming both stages and shapes; a
+  /// lost peer) aborts the pipeline group, so that the other stages fail promptly instead of
+  /// waiting for CHORUS_TIMEOUT; the pipeline cannot run another step after that.
+  at::Tensor forward_backward(const std::vector<MicroBatch>& micro_batches);
+
+  /// This rank's parameters (its chunks'), with their logical names.
+  std::vector<GptParameter> named_parameters() const;
+  std::vector<at::Tensor> parameters() const;
+  /// True on the ranks that hold the last virtual stage (and so return the loss).
+  bool holds_loss() const;
+  const PipelineSchedule& schedule() const;
+  /// The verifier's report of the schedule (its bubble under options.costs).
+  const ScheduleReport& report() const;
+  /// Blocks per virtual stage.
+  const std::vector<std::int64_t>& layers_per_stage() const;
+  const GptModel& model() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace chorus::train

@@ -1,0 +1,125 @@
+// GptPipeline's construction and accessors; see include/chorus/train/pipeline.hpp.
+#include "gpt_pipeline_impl.hpp"
+
+#include <chorus/error.hpp>
+#include <chorus/train/pipeline_partition.hpp>
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <utility>
+
+namespace chorus::train {
+namespace {
+
+const PipelineOptions& checked(const PipelineOptions& o, const PipelineGroups& g) {
+  require_argument(o.schedule.stages == g.pp.size(),
+                   "GptPipeline: a schedule for " + std::to_string(o.schedule.stages) +
+                       " stages on a pipeline group of " + std::to_string(g.pp.size()) + " ranks");
+  const int p = g.pp.size(), r = g.pp.rank();
+  const bool tied = p > 1 && (r == 0 || r == p - 1);
+  require_argument(!tied || (g.embedding && g.embedding->size() == 2),
+                   "GptPipeline: pipeline rank " + std::to_string(r) + " of " + std::to_string(p) +
+                       " holds the tied embedding and needs the embedding group of 2 ranks");
+  return o;
+}
+
+/// Blocks per virtual stage: the explicit list, checked, or balanced by parameter count.
+std::vector<std::int64_t> partition(const GptConfig& c, const PipelineOptions& o) {
+  const int stages = o.schedule.stages * o.schedule.chunks;
+  if (!o.layers_per_stage.empty()) {
+    check_partition(o.layers_per_stage, c.layers, stages);
+    return o.layers_per_stage;
+  }
+  const std::int64_t h = c.hidden;
+  const std::vector<std::int64_t> block(static_cast<std::size_t>(c.layers), 12 * h * h + 13 * h);
+  return balanced_partition(block, stages, (c.vocab + c.sequence) * h, (c.vocab + 2) * h);
+}
+
+/// The block index of a "layers.<i>.…" name, else -1.
+std::int64_t block_of(const std::string& name) {
+  const std::string prefix = "layers.";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  return std::stoll(name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size()));
+}
+
+}  // namespace
+
+GptPipeline::Impl::Impl(const GptConfig& c, const PipelineGroups& g, const PipelineOptions& o)
+    : config(c),
+      groups(g),
+      options(checked(o, g)),
+      schedule(make_schedule(o.schedule)),
+      report(verify_schedule(schedule, o.costs)),
+      layers(partition(c, o)),
+      model(c, g.tp) {
+  std::int64_t next = 0;
+  for (std::int64_t n : layers) first.push_back(std::exchange(next, next + n));
+}
+
+bool GptPipeline::Impl::stage_owns(const std::string& name, int s) const {
+  const std::int64_t b = block_of(name);
+  if (b >= 0) return b >= first[s] && b < first[s] + layers[s];
+  if (name == "embedding.weight") return s == 0 || s == last_stage();
+  if (name == "position_embedding.weight") return s == 0;
+  return s == last_stage();  // the final norm
+}
+
+std::vector<at::Tensor> GptPipeline::Impl::chunk_parameters(int chunk) const {
+  std::vector<at::Tensor> out;
+  for (const GptParameter& p : model.named_parameters())
+    if (stage_owns(p.name, stage(chunk))) out.push_back(p.tensor);
+  return out;
+}
+
+std::vector<MicroBatch> split_micro_batches(const at::Tensor& tokens, const at::Tensor& targets,
+                                            int count) {
+  require_argument(tokens.defined() && tokens.dim() == 2 && targets.defined() &&
+                       targets.sizes() == tokens.sizes(),
+                   "split_micro_batches: tokens and targets must both be [s, b]");
+  const std::int64_t b = tokens.size(1);
+  require_argument(count >= 1 && b % count == 0,
+                   "split_micro_batches: a batch of " + std::to_string(b) +
+                       " samples does not split into " + std::to_string(count) + " micro-batches");
+  std::vector<MicroBatch> out;
+  const std::int64_t n = b / count;
+  for (int i = 0; i < count; ++i)
+    out.push_back({tokens.narrow(1, i * n, n), targets.narrow(1, i * n, n)});
+  return out;
+}
+
+GptPipeline::GptPipeline(const GptConfig& config, const PipelineGroups& groups,
+                         const PipelineOptions& options)
+    : impl_(std::make_unique<Impl>(config, groups, options)) {}
+GptPipeline::~GptPipeline() = default;
+GptPipeline::GptPipeline(GptPipeline&&) noexcept = default;
+GptPipeline& GptPipeline::operator=(GptPipeline&&) noexcept = default;
+
+at::Tensor GptPipeline::forward_backward(const std::vector<MicroBatch>& micro_batches) {
+  return impl_->step(micro_batches);
+}
+
+std::vector<GptParameter> GptPipeline::named_parameters() const {
+  std::vector<GptParameter> out;
+  for (const GptParameter& p : impl_->model.named_parameters())
+    for (int c = 0; c < impl_->schedule.chunks(); ++c)
+      if (impl_->stage_owns(p.name, impl_->stage(c))) {
+        out.push_back(p);
+        break;
+      }
+  return out;
+}
+
+std::vector<at::Tensor> GptPipeline::parameters() const {
+  std::vector<at::Tensor> out;
+  for (const GptParameter& p : named_parameters()) out.push_back(p.tensor);
+  return out;
+}
+
+bool GptPipeline::holds_loss() const { return impl_->holds_last(); }
+const PipelineSchedule& GptPipeline::schedule() const { return impl_->schedule; }
+const ScheduleReport& GptPipeline::report() const { return impl_->report; }
+const std::vector<std::int64_t>& GptPipeline::layers_per_stage() const { return impl_->layers; }
+const GptModel& GptPipeline::model() const { return impl_->model; }
+
+}  // namespace chorus::train

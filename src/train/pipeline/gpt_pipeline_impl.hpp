@@ -1,0 +1,62 @@
+// GptPipeline's state, shared by its construction (gpt_pipeline.cpp) and its step
+// (gpt_pipeline_step.cpp).
+#pragma once
+
+#include "messages.hpp"
+
+#include <chorus/train/pipeline.hpp>
+
+#include <string>
+#include <vector>
+
+namespace chorus::train {
+
+/// What one micro-batch leaves on one chunk between its actions.
+struct MicroBatchSlot {
+  at::Tensor input;        ///< the received activation (a leaf that requires grad); stage > 0
+  at::Tensor output;       ///< this chunk's output; not on the last virtual stage
+  at::Tensor loss;         ///< the scaled loss; on the last virtual stage only
+  at::Tensor output_grad;  ///< the gradient of output, received
+  at::Tensor input_grad;   ///< the gradient of input, to send
+};
+
+struct GptPipeline::Impl {
+  GptConfig config;
+  PipelineGroups groups;
+  PipelineOptions options;
+  PipelineSchedule schedule;
+  ScheduleReport report;
+  std::vector<std::int64_t> layers;  ///< blocks per virtual stage
+  std::vector<std::int64_t> first;   ///< the first block of each virtual stage
+  GptModel model;
+
+  // One step's state.
+  const std::vector<MicroBatch>* batch = nullptr;
+  double tokens = 0;     ///< all micro-batches' tokens: the loss's divisor
+  at::Tensor step_loss;  ///< the sum of the scaled micro-batch losses so far
+  std::vector<std::vector<MicroBatchSlot>> slots;  ///< [chunk][micro-batch]
+  std::vector<detail::PendingSend> sends;
+
+  Impl(const GptConfig& c, const PipelineGroups& g, const PipelineOptions& o);
+
+  int p() const { return schedule.stages(); }
+  int rank() const { return groups.pp.rank(); }
+  int stage(int chunk) const { return schedule.virtual_stage(rank(), chunk); }
+  int last_stage() const { return schedule.virtual_stages() - 1; }
+  bool holds_first() const { return rank() == 0; }
+  bool holds_last() const { return rank() == p() - 1; }
+  /// Whether virtual stage `stage` trains the parameter called `name`.
+  bool stage_owns(const std::string& name, int stage) const;
+  std::vector<at::Tensor> chunk_parameters(int chunk) const;
+
+  at::Tensor step(const std::vector<MicroBatch>& micro_batches);
+  void run(const PipelineAction& a);
+  void forward(int i, int chunk);
+  void backward(int i, int chunk, PipelineOp op);
+  void hand_over_input_grad(int i, int chunk);
+  detail::ExpectedTensor expected(const char* what, int i, int from, int to) const;
+  int tag(int kind, int to_stage, int i) const;
+  void reduce_tied_embedding();
+};
+
+}  // namespace chorus::train
