@@ -7,6 +7,7 @@
 #include "transport/peer_channel.hpp"
 #include "transport/rank_info.hpp"
 #include "transport/shm/ring.hpp"
+#include "transport/shm/shm_mesh.hpp"
 #include "transport/wait_policy.hpp"
 
 #include <gtest/gtest.h>
@@ -155,34 +156,83 @@ TEST(Doorbell, RingWakesASleeperAndSleepIsBounded) {
   EXPECT_GE(Clock::now() - start, 25ms);
 }
 
-TEST(Segment, CreateOpenUnlink) {
-  std::string name = "/chorus-unit-" + random_token();
-  auto created = Segment::create(name, 8192);
-  EXPECT_THROW(Segment::create(name, 8192), Error);
-  EXPECT_THROW(Segment::open(name, 4096), Error);
-  auto opened = Segment::open(name, 8192);
+TEST(Segment, OpensThroughItsLocatorUntilWithdrawn) {
+  auto created = Segment::create("chorus-unit-" + random_token(), 8192);
+  const std::string locator = created->locator();
+  ASSERT_FALSE(locator.empty());
+  EXPECT_THROW(Segment::open(locator, 4096), Error);
+  auto opened = Segment::open(locator, 8192);
   created->base()[100] = std::byte{42};
   EXPECT_EQ(opened->base()[100], std::byte{42});
-  EXPECT_TRUE(std::filesystem::exists("/dev/shm" + name));
-  created->unlink();
-  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name));
+  EXPECT_TRUE(opened->locator().empty()) << "only the creator hands it out";
+  created->withdraw();
+  EXPECT_TRUE(created->locator().empty());
   EXPECT_EQ(opened->base()[100], std::byte{42});  // still mapped
-  EXPECT_THROW(Segment::open(name, 8192), Error);
-  created.reset();
-  { auto dropped = Segment::create(name, 4096); }
-  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name)) << "the destructor unlinks";
+  EXPECT_THROW(Segment::open(locator, 8192), Error);
+}
+
+TEST(Segment, RefusesUnknownLocators) {
+  std::string locator;
+  {
+    auto gone = Segment::create("chorus-unit-gone", 4096);
+    locator = gone->locator();
+  }
+  EXPECT_THROW(Segment::open(locator, 4096), Error) << "its owner is gone";
+  for (const char* bad : {"", "chorus-fd-nobody", "12:3:4"}) {
+    EXPECT_THROW(Segment::open(bad, 4096), Error) << bad;
+  }
+}
+
+TEST(Segment, NeverAppearsInDevShm) {
+  const auto chorus_entries = [] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+      const std::string name = entry.path().filename();
+      if (name.find("chorus") != std::string::npos) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = chorus_entries();
+  auto created = Segment::create("chorus-unit-" + random_token(), 8192);
+  auto opened = Segment::open(created->locator(), 8192);
+  EXPECT_EQ(chorus_entries(), before);
 }
 
 TEST(Segment, AllocatesEveryPageAtCreation) {
-  // A sparse segment would take its page faults (or a SIGBUS when /dev/shm is
-  // full) in the first collectives that touch it.
-  const std::string name = "/chorus-unit-" + random_token();
+  // A sparse segment would take its page faults (or a SIGBUS when memory is
+  // short) in the first collectives that touch it.
   const std::size_t bytes = std::size_t{3} << 20;
-  auto created = Segment::create(name, bytes);
+  auto created = Segment::create("chorus-unit-" + random_token(), bytes);
+  const int fd = receive_fd(created->locator());
   struct stat info {};
-  ASSERT_EQ(::stat(("/dev/shm" + name).c_str(), &info), 0);
+  ASSERT_EQ(::fstat(fd, &info), 0);
+  ::close(fd);
   EXPECT_GE(static_cast<std::size_t>(info.st_blocks) * 512, bytes);
   EXPECT_EQ(created->base()[bytes - 1], std::byte{0});
+}
+
+TEST(ShmRings, HoldAtMostEightMebibytesPerRankWhateverTheRankCount) {
+  ::unsetenv("CHORUS_SHM_RING_BYTES");
+  constexpr std::uint64_t KiB = 1024;
+  EXPECT_EQ(shm::ring_capacity(1), 1024 * KiB);
+  EXPECT_EQ(shm::ring_capacity(8), 1024 * KiB);  // 9 ranks: as many as before
+  EXPECT_EQ(shm::ring_capacity(9), 512 * KiB);
+  EXPECT_EQ(shm::ring_capacity(63), 128 * KiB);
+  EXPECT_EQ(shm::ring_capacity(511), 16 * KiB);
+  EXPECT_EQ(shm::ring_capacity(2047), 4 * KiB);
+  EXPECT_EQ(shm::ring_capacity(100000), 4 * KiB);  // the floor
+  for (int peers = 9; peers <= 2048; ++peers) {    // between the 1 MiB cap and the 4 KiB floor
+    const std::uint64_t rings = shm::ring_capacity(peers) * static_cast<std::uint64_t>(peers);
+    EXPECT_LE(rings, 8192 * KiB) << peers;
+    EXPECT_GT(2 * rings, 8192 * KiB) << peers << " peers: the largest power of two that fits";
+  }
+  ::setenv("CHORUS_SHM_RING_BYTES", "65536", 1);
+  EXPECT_EQ(shm::ring_capacity(1), 64 * KiB);
+  EXPECT_EQ(shm::ring_capacity(1000), 64 * KiB) << "an explicit size is kept";
+  ::setenv("CHORUS_SHM_RING_BYTES", "65537", 1);
+  EXPECT_THROW(shm::ring_capacity(1), Error);
+  ::unsetenv("CHORUS_SHM_RING_BYTES");
 }
 
 TEST(WaitPolicy, PollsWithACoreEachAndYieldsAtOnceWhenOversubscribed) {

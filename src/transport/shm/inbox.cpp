@@ -46,14 +46,14 @@ Inbox Inbox::create(const std::string& name, int owner_rank, const InboxGeometry
   return Inbox(std::move(segment), geometry);
 }
 
-Inbox Inbox::open(const std::string& name, int owner_rank, const InboxGeometry& geometry) {
-  auto segment = Segment::open(name, geometry.segment_bytes());
+Inbox Inbox::open(const std::string& locator, int owner_rank, const InboxGeometry& geometry) {
+  auto segment = Segment::open(locator, geometry.segment_bytes());
   InboxHeader* header = header_of(*segment);
   std::uint64_t magic =
       std::atomic_ref<std::uint64_t>(header->magic).load(std::memory_order_acquire);
   if (magic != kInboxMagic || header->owner_rank != owner_rank || header->slots != geometry.slots ||
       header->ring_capacity != geometry.ring_capacity) {
-    throw Error(Status::InternalError, "shared memory " + name + " is not the inbox of rank " +
+    throw Error(Status::InternalError, "shared memory " + locator + " is not the inbox of rank " +
                                            std::to_string(owner_rank) + " with " +
                                            std::to_string(geometry.slots) + " rings of " +
                                            std::to_string(geometry.ring_capacity) + " bytes");
@@ -70,7 +70,7 @@ Ring Inbox::ring(int slot) const {
 }
 
 std::string inbox_name(const std::string& token, int owner_rank) {
-  return "/chorus-" + token + "-" + std::to_string(owner_rank);
+  return "chorus-" + token + "-" + std::to_string(owner_rank);
 }
 
 }  // namespace chorus::transport::shm
