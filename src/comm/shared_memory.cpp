@@ -82,7 +82,8 @@ void* Communicator::alloc_shared(std::size_t bytes) {
     }
     if (s.rank != 0 && bytes > 0) {
       try {
-        segment = transport::Segment::open(shared_name, stride * static_cast<std::size_t>(s.size));
+        segment = transport::Segment::open(shared_name, stride * static_cast<std::size_t>(s.size),
+                                           deadline_after(s.config.timeout));
       } catch (const Error& e) {
         failure = e.what();
       }

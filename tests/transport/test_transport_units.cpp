@@ -12,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -160,15 +162,15 @@ TEST(Segment, OpensThroughItsLocatorUntilWithdrawn) {
   auto created = Segment::create("chorus-unit-" + random_token(), 8192);
   const std::string locator = created->locator();
   ASSERT_FALSE(locator.empty());
-  EXPECT_THROW(Segment::open(locator, 4096), Error);
-  auto opened = Segment::open(locator, 8192);
+  EXPECT_THROW(Segment::open(locator, 4096, deadline_after(5s)), Error);
+  auto opened = Segment::open(locator, 8192, deadline_after(5s));
   created->base()[100] = std::byte{42};
   EXPECT_EQ(opened->base()[100], std::byte{42});
   EXPECT_TRUE(opened->locator().empty()) << "only the creator hands it out";
   created->withdraw();
   EXPECT_TRUE(created->locator().empty());
   EXPECT_EQ(opened->base()[100], std::byte{42});  // still mapped
-  EXPECT_THROW(Segment::open(locator, 8192), Error);
+  EXPECT_THROW(Segment::open(locator, 8192, deadline_after(5s)), Error);
 }
 
 TEST(Segment, RefusesUnknownLocators) {
@@ -177,10 +179,32 @@ TEST(Segment, RefusesUnknownLocators) {
     auto gone = Segment::create("chorus-unit-gone", 4096);
     locator = gone->locator();
   }
-  EXPECT_THROW(Segment::open(locator, 4096), Error) << "its owner is gone";
+  EXPECT_THROW(Segment::open(locator, 4096, deadline_after(5s)), Error) << "its owner is gone";
   for (const char* bad : {"", "chorus-fd-nobody", "12:3:4"}) {
-    EXPECT_THROW(Segment::open(bad, 4096), Error) << bad;
+    EXPECT_THROW(Segment::open(bad, 4096, deadline_after(5s)), Error) << bad;
   }
+}
+
+TEST(Segment, AnOwnerThatNeverAnswersFailsAtTheDeadline) {
+  // A listener that accepts nothing: connecting works (the backlog), no descriptor comes.
+  const std::string name = "chorus-fd-silent-" + random_token();
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  const auto start = Clock::now();
+  try {
+    Segment::open(name, 4096, deadline_after(300ms));
+    ADD_FAILURE() << "a silent owner handed out a segment";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::SystemError) << e.what();
+  }
+  EXPECT_GE(Clock::now() - start, 250ms);
+  EXPECT_LT(Clock::now() - start, 3s);
+  ::close(listener);
 }
 
 TEST(Segment, NeverAppearsInDevShm) {
@@ -195,7 +219,7 @@ TEST(Segment, NeverAppearsInDevShm) {
   };
   const std::vector<std::string> before = chorus_entries();
   auto created = Segment::create("chorus-unit-" + random_token(), 8192);
-  auto opened = Segment::open(created->locator(), 8192);
+  auto opened = Segment::open(created->locator(), 8192, deadline_after(5s));
   EXPECT_EQ(chorus_entries(), before);
 }
 
@@ -204,7 +228,7 @@ TEST(Segment, AllocatesEveryPageAtCreation) {
   // short) in the first collectives that touch it.
   const std::size_t bytes = std::size_t{3} << 20;
   auto created = Segment::create("chorus-unit-" + random_token(), bytes);
-  const int fd = receive_fd(created->locator());
+  const int fd = receive_fd(created->locator(), deadline_after(5s));
   struct stat info {};
   ASSERT_EQ(::fstat(fd, &info), 0);
   ::close(fd);

@@ -11,13 +11,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace chorus::transport {
 namespace {
-
-constexpr int kReceiveSeconds = 10;
 
 [[noreturn]] void throw_system(const std::string& what, int code) {
   throw Error(Status::SystemError, what + ": " + std::strerror(code));
@@ -112,11 +111,14 @@ void FdServer::stop() noexcept {
   ::close(wake_);
 }
 
-int receive_fd(const std::string& name) {
+int receive_fd(const std::string& name, Deadline deadline) {
   Closer socket{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (socket.fd < 0) throw_system("cannot open a Unix socket to map shared memory", errno);
-  const timeval limit{kReceiveSeconds, 0};
+  // Bounds connect (a full backlog) and the wait for the descriptor.
+  const int ms = std::max(1, remaining_ms(deadline));
+  const timeval limit{ms / 1000, (ms % 1000) * 1000};
   ::setsockopt(socket.fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  ::setsockopt(socket.fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
   socklen_t length = 0;
   const sockaddr_un address = address_of(name, length);
   if (::connect(socket.fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {

@@ -4,6 +4,8 @@
 // is stopped. Works between processes that may not trace each other (non-dumpable ones too).
 #pragma once
 
+#include "core/deadline.hpp"
+
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,8 +36,8 @@ class FdServer {
 };
 
 /// Connects to the FdServer called `name` and returns the descriptor it sends (close it).
-/// Throws SystemError when there is no such server (it stopped, or its process is gone), or
-/// when it does not answer within 10 s, and InternalError when it runs under another uid.
-int receive_fd(const std::string& name);
+/// Throws SystemError when there is no such server (it stopped, or its process is gone) or
+/// when it does not answer by `deadline`, and InternalError when it runs under another uid.
+int receive_fd(const std::string& name, Deadline deadline);
 
 }  // namespace chorus::transport

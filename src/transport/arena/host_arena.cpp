@@ -88,7 +88,7 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
   } else {
     const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(), deadline));
     slot_bytes = parse_slot_bytes(notice.field, "the arena slot size");
-    segment = Segment::open(notice.locator, segment_bytes(size, slot_bytes));
+    segment = Segment::open(notice.locator, segment_bytes(size, slot_bytes), deadline);
     store.set(mapped_key(rank), "1");
   }
   return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));

@@ -57,8 +57,9 @@ std::shared_ptr<Segment> Segment::create(const std::string& name, std::size_t by
   return segment;
 }
 
-std::shared_ptr<Segment> Segment::open(const std::string& locator, std::size_t bytes) {
-  FdGuard fd{receive_fd(locator)};
+std::shared_ptr<Segment> Segment::open(const std::string& locator, std::size_t bytes,
+                                       Deadline deadline) {
+  FdGuard fd{receive_fd(locator, deadline)};
   struct stat info {};
   if (::fstat(fd.fd, &info) != 0) throw_system("cannot stat shared memory @" + locator, errno);
   if (static_cast<std::size_t>(info.st_size) != bytes) {

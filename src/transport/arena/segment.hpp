@@ -19,9 +19,11 @@ class Segment {
   /// error here, not a SIGBUS later). `name` is for messages and /proc/<pid>/maps only.
   /// Others can open it (locator()) until withdraw().
   static std::shared_ptr<Segment> create(const std::string& name, std::size_t bytes);
-  /// Maps the segment another process created, given its locator(); the segment must be
-  /// exactly `bytes` long. Both map with the page tables filled in.
-  static std::shared_ptr<Segment> open(const std::string& locator, std::size_t bytes);
+  /// Maps the segment another process created, given its locator(), waiting for its
+  /// creator until `deadline`; the segment must be exactly `bytes` long. Both map with the
+  /// page tables filled in.
+  static std::shared_ptr<Segment> open(const std::string& locator, std::size_t bytes,
+                                       Deadline deadline);
 
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;

@@ -46,8 +46,9 @@ Inbox Inbox::create(const std::string& name, int owner_rank, const InboxGeometry
   return Inbox(std::move(segment), geometry);
 }
 
-Inbox Inbox::open(const std::string& locator, int owner_rank, const InboxGeometry& geometry) {
-  auto segment = Segment::open(locator, geometry.segment_bytes());
+Inbox Inbox::open(const std::string& locator, int owner_rank, const InboxGeometry& geometry,
+                  Deadline deadline) {
+  auto segment = Segment::open(locator, geometry.segment_bytes(), deadline);
   InboxHeader* header = header_of(*segment);
   std::uint64_t magic =
       std::atomic_ref<std::uint64_t>(header->magic).load(std::memory_order_acquire);

@@ -31,7 +31,8 @@ class Inbox {
   static Inbox create(const std::string& name, int owner_rank, const InboxGeometry& geometry);
   /// Maps the inbox another rank created, given its segment's locator (Segment::open);
   /// checks that it is the one expected.
-  static Inbox open(const std::string& locator, int owner_rank, const InboxGeometry& geometry);
+  static Inbox open(const std::string& locator, int owner_rank, const InboxGeometry& geometry,
+                    Deadline deadline);
 
   Doorbell doorbell() const;
   /// A fresh view of the ring of sender `slot` (each side keeps its own view).
