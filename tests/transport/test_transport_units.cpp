@@ -19,6 +19,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -205,6 +206,31 @@ TEST(Segment, AnOwnerThatNeverAnswersFailsAtTheDeadline) {
   EXPECT_GE(Clock::now() - start, 250ms);
   EXPECT_LT(Clock::now() - start, 3s);
   ::close(listener);
+}
+
+/// Kilobytes of `base`'s mapping present in this process's page tables (smaps' Rss).
+std::size_t mapped_kib(const std::byte* base) {
+  std::ifstream smaps("/proc/self/smaps");
+  char start_text[32];
+  std::snprintf(start_text, sizeof(start_text), "%lx-", reinterpret_cast<unsigned long>(base));
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.rfind(start_text, 0) == 0) inside = true;
+    if (inside && line.rfind("Rss:", 0) == 0) return std::stoul(line.substr(4));
+  }
+  return ~std::size_t{0};
+}
+
+TEST(Segment, AnOpenerMapsPageTablesOnlyWhereItPopulates) {
+  const std::size_t bytes = std::size_t{1} << 20;
+  auto created = Segment::create("chorus-unit-" + random_token(), bytes);
+  EXPECT_EQ(mapped_kib(created->base()), 1024u) << "the creator's mapping is populated";
+  auto opened = Segment::open(created->locator(), bytes, deadline_after(5s));
+  EXPECT_EQ(mapped_kib(opened->base()), 0u);
+  opened->populate(64 * 1024 + 100, 128 * 1024);  // from inside a page: that page too
+  EXPECT_EQ(mapped_kib(opened->base()), 132u);
+  opened->populate(bytes - 10, 1 << 30);  // clamped to the segment
+  EXPECT_EQ(mapped_kib(opened->base()), 136u);
 }
 
 TEST(Segment, NeverAppearsInDevShm) {

@@ -89,6 +89,12 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
     const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(), deadline));
     slot_bytes = parse_slot_bytes(notice.field, "the arena slot size");
     segment = Segment::open(notice.locator, segment_bytes(size, slot_bytes), deadline);
+    // This rank's flag line, the doorbell and its slot; the peers' parts fault in when read.
+    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(rank), sizeof(FlagLine));
+    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(size), sizeof(DoorbellWord));
+    segment->populate(
+        header_bytes(size) + (slot_bytes + kLanesBytes) * static_cast<std::size_t>(rank),
+        slot_bytes + kLanesBytes);
     store.set(mapped_key(rank), "1");
   }
   return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));

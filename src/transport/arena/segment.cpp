@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -28,10 +29,10 @@ struct FdGuard {
   int release() { return std::exchange(fd, -1); }
 };
 
-/// Maps the whole segment with its page tables filled in (MAP_POPULATE): the
-/// first collectives that touch a buffer then take no page faults.
-std::byte* map_shared(int fd, std::size_t bytes, const std::string& name) {
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+/// Maps the whole segment; `populate`: with its page tables filled in (MAP_POPULATE).
+std::byte* map_shared(int fd, std::size_t bytes, const std::string& name, bool populate) {
+  const int flags = MAP_SHARED | (populate ? MAP_POPULATE : 0);
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
   if (base == MAP_FAILED) throw_system("cannot map shared memory " + name, errno);
   return static_cast<std::byte*>(base);
 }
@@ -50,7 +51,7 @@ std::shared_ptr<Segment> Segment::create(const std::string& name, std::size_t by
     throw_system("cannot allocate " + std::to_string(bytes) + " bytes of shared memory for " + name,
                  code);
   }
-  std::byte* base = map_shared(fd.fd, bytes, name);
+  std::byte* base = map_shared(fd.fd, bytes, name, /*populate=*/true);
   std::shared_ptr<Segment> segment(new Segment(name, base, bytes, fd.release()));
   segment->server_ = std::make_unique<FdServer>(segment->fd_);
   segment->locator_ = segment->server_->name();
@@ -67,7 +68,7 @@ std::shared_ptr<Segment> Segment::open(const std::string& locator, std::size_t b
                                            std::to_string(info.st_size) + " bytes, expected " +
                                            std::to_string(bytes));
   }
-  std::byte* base = map_shared(fd.fd, bytes, "@" + locator);
+  std::byte* base = map_shared(fd.fd, bytes, "@" + locator, /*populate=*/false);
   return std::shared_ptr<Segment>(new Segment("@" + locator, base, bytes, -1));
 }
 
@@ -75,6 +76,14 @@ SegmentNotice SegmentNotice::parse(const std::string& text) {
   const std::size_t space = text.find(' ');
   if (space == std::string::npos) return {text, ""};
   return {text.substr(0, space), text.substr(space + 1)};
+}
+
+void Segment::populate(std::size_t offset, std::size_t bytes) noexcept {
+  if (offset >= size_ || bytes == 0) return;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t begin = offset / page * page;  // mmap's base is page aligned
+  const std::size_t end = offset + std::min(bytes, size_ - offset);
+  ::madvise(base_ + begin, end - begin, MADV_POPULATE_WRITE);
 }
 
 Segment::~Segment() {

@@ -20,8 +20,10 @@ class Segment {
   /// Others can open it (locator()) until withdraw().
   static std::shared_ptr<Segment> create(const std::string& name, std::size_t bytes);
   /// Maps the segment another process created, given its locator(), waiting for its
-  /// creator until `deadline`; the segment must be exactly `bytes` long. Both map with the
-  /// page tables filled in.
+  /// creator until `deadline`; the segment must be exactly `bytes` long. The creator maps
+  /// with every page table filled in; an opener only with those it populate()s (the rest
+  /// fault in on first touch: n ranks that each map n peers' segments whole would fill n²
+  /// segments' worth of page tables, most of them never touched).
   static std::shared_ptr<Segment> open(const std::string& locator, std::size_t bytes,
                                        Deadline deadline);
 
@@ -35,6 +37,11 @@ class Segment {
   /// Stops handing the segment out and closes the creator's descriptor: nobody can open it
   /// any more; the mappings stay valid. Idempotent; call it once every user has mapped it.
   void withdraw() noexcept;
+
+  /// Fills the page tables of bytes [offset, offset + bytes) (clamped to the segment), so
+  /// that the first touches there take no page faults. Best effort (MADV_POPULATE_WRITE:
+  /// Linux 5.14 and later; earlier kernels fault on first touch).
+  void populate(std::size_t offset, std::size_t bytes) noexcept;
 
   std::byte* base() const { return base_; }
   std::size_t size() const { return size_; }

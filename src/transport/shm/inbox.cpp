@@ -62,6 +62,12 @@ Inbox Inbox::open(const std::string& locator, int owner_rank, const InboxGeometr
   return Inbox(std::move(segment), geometry);
 }
 
+void Inbox::populate_for(int slot) const {
+  segment_->populate(0, round_up_64(sizeof(InboxHeader)));
+  segment_->populate(geometry_.slot_offset(slot),
+                     geometry_.slot_offset(slot + 1) - geometry_.slot_offset(slot));
+}
+
 Doorbell Inbox::doorbell() const { return Doorbell(&header_of(*segment_)->doorbell); }
 
 Ring Inbox::ring(int slot) const {

@@ -34,6 +34,9 @@ class Inbox {
   static Inbox open(const std::string& locator, int owner_rank, const InboxGeometry& geometry,
                     Deadline deadline);
 
+  /// Fills the page tables of the header (the doorbell) and of sender `slot`'s ring: what a
+  /// peer that maps this inbox touches.
+  void populate_for(int slot) const;
   Doorbell doorbell() const;
   /// A fresh view of the ring of sender `slot` (each side keeps its own view).
   Ring ring(int slot) const;

@@ -68,7 +68,9 @@ ShmMesh connect_shm_mesh(Store& store, int rank, const std::vector<int>& host_ra
     const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(peer), options.deadline));
     InboxGeometry theirs{
         slots, parse_capacity(notice.field, "the ring size of rank " + std::to_string(peer))};
-    peer_inboxes.emplace(peer, Inbox::open(notice.locator, peer, theirs, options.deadline));
+    Inbox inbox = Inbox::open(notice.locator, peer, theirs, options.deadline);
+    inbox.populate_for(slot_of(host_ranks, rank));
+    peer_inboxes.emplace(peer, std::move(inbox));
   }
   store.set(mapped_key(rank), "1");
   std::vector<std::string> mapped;
