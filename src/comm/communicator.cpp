@@ -38,12 +38,14 @@ std::unique_ptr<detail::FlightRecorder> make_recorder(const detail::TraceSetting
   return std::make_unique<detail::FlightRecorder>(trace.buffer, std::move(identity));
 }
 
-/// `name` is the store namespace (unique in the job), `trace_name` the flight recorder's.
+/// `name` is the store namespace (unique in the job), `trace_name` the flight recorder's;
+/// `shm_sized_for`: transport::MeshOptions::shm_sized_for (a split's parent's host ranks).
 std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size,
                                         const std::string& name, const std::string& trace_name,
                                         std::shared_ptr<Store> store,
                                         std::shared_ptr<StoreServer> server,
-                                        const std::string& trace_job, int world_rank) {
+                                        const std::string& trace_job, int world_rank,
+                                        int shm_sized_for = 0) {
   const detail::TraceSettings trace = detail::read_trace_settings();
   auto state = std::make_shared<CommState>();
   state->trace_job = trace_job;
@@ -64,6 +66,7 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   options.secret = config.auth_token;
   options.advertise_host = config.socket_ifname;
   options.deadline = deadline_after(config.timeout);
+  options.shm_sized_for = shm_sized_for;
   transport::Connection connection = transport::connect_mesh(*scoped, rank, size, options);
   state->transport = std::move(connection.transport);
   state->arena = std::move(connection.arena);
@@ -191,9 +194,11 @@ Communicator Communicator::split(int color, int key, std::string_view label) {
   std::string trace_name = s.trace_name + "." + detail::trace_comm_name(suffix);
   if (!label.empty()) trace_name.append(".").append(label);
   try {
+    const Topology& topology = s.transport->topology();
+    const int parent_host_ranks = topology.ranks_on_host(topology.host_of_rank[s.rank]);
     return Communicator(connect_comm(s.config, new_rank, static_cast<int>(members.size()),
                                      s.name + "/" + suffix, trace_name, s.store, s.server,
-                                     s.trace_job, s.world_rank));
+                                     s.trace_job, s.world_rank, parent_host_ranks));
   } catch (const Error& e) {
     s.record_error(e.what());
     throw;

@@ -2,8 +2,8 @@
 //
 // With a host arena (every rank on this host, shared memory allowed), one segment holds
 // every rank's part: the ranks agree on the largest request (an all-reduce), rank 0
-// creates the segment and broadcasts its name, every rank that asked for bytes maps it,
-// the ranks agree that all mappings worked (an all-reduce) and rank 0 unlinks the name.
+// creates the segment and broadcasts its locator, every rank that asked for bytes maps it,
+// the ranks agree that all mappings worked (an all-reduce) and rank 0 withdraws it.
 // Every rank then takes the table's next window id, so ids stay aligned, and the ranks
 // with a part register it under that id. Without an arena the memory is ordinary, and no
 // rank communicates.
@@ -64,10 +64,11 @@ void* Communicator::alloc_shared(std::size_t bytes) {
     std::shared_ptr<transport::Segment> segment;
     std::string failure;
     if (s.rank == 0) {
-      const std::string made = "/chorus-w-" + auth::random_hex(16);
       try {
-        segment = transport::Segment::create(made, stride * static_cast<std::size_t>(s.size));
-        std::memcpy(name.data(), made.data(), made.size());
+        segment = transport::Segment::create("chorus-w-" + auth::random_hex(16),
+                                             stride * static_cast<std::size_t>(s.size));
+        const std::string& locator = segment->locator();
+        std::memcpy(name.data(), locator.data(), std::min(locator.size(), name.size() - 1));
       } catch (const Error& e) {
         failure = e.what();
       }
@@ -81,7 +82,8 @@ void* Communicator::alloc_shared(std::size_t bytes) {
     }
     if (s.rank != 0 && bytes > 0) {
       try {
-        segment = transport::Segment::open(shared_name, stride * static_cast<std::size_t>(s.size));
+        segment = transport::Segment::open(shared_name, stride * static_cast<std::size_t>(s.size),
+                                           deadline_after(s.config.timeout));
       } catch (const Error& e) {
         failure = e.what();
       }
@@ -89,7 +91,7 @@ void* Communicator::alloc_shared(std::size_t bytes) {
     // The lowest rank that could not map it, or size when all could.
     std::int32_t first_failed = failure.empty() ? s.size : s.rank;
     all_reduce(&first_failed, &first_failed, 1, DataType::Int32, ReduceOp::Min);
-    if (segment && s.rank == 0) segment->unlink();
+    if (segment && s.rank == 0) segment->withdraw();
     if (first_failed < s.size) {
       throw Error(Status::SystemError,
                   "alloc_shared: rank " + std::to_string(first_failed) +

@@ -111,7 +111,8 @@ Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& 
   std::unique_ptr<HostArena> arena;
   std::vector<int> host_ranks = shm_ranks(options.kind, topology, rank);
   if (!host_ranks.empty()) {
-    shm = shm::connect_shm_mesh(store, rank, host_ranks, infos, options.deadline);
+    shm = shm::connect_shm_mesh(store, rank, host_ranks, infos,
+                                {options.shm_sized_for, options.deadline});
   }
   if (static_cast<int>(host_ranks.size()) == size) {  // one host: the shm_direct collectives
     arena = HostArena::connect(store, rank, size, infos[0].token, options.deadline);

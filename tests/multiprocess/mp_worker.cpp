@@ -3,6 +3,8 @@
 //   mp_worker kill          random collectives until rank CHORUS_TEST_VICTIM kills itself after
 //                           CHORUS_TEST_KILL_AFTER iterations; survivors must see RemoteError
 //                           within 2 s of the kill (time taken from CHORUS_TEST_KILL_FILE)
+//   mp_worker churn         20 rounds of: split in two, an 8-byte all-reduce in the half, a
+//                           world barrier (communicators made and destroyed all along)
 #include "reference.hpp"
 
 #include <chorus/communicator.hpp>
@@ -117,11 +119,22 @@ int kill_scenario(Communicator& c) {
   }
 }
 
+int churn(Communicator& c) {
+  for (int round = 0; round < 20; ++round) {
+    Communicator half = c.split(c.rank() % 2, c.rank());
+    std::int64_t value = 1;
+    half.all_reduce(&value, &value, 1, DataType::Int64, ReduceOp::Sum);
+    if (value != half.size()) return 3;
+    c.barrier();
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: mp_worker collectives|kill\n");
+    std::fprintf(stderr, "usage: mp_worker collectives|kill|churn\n");
     return 2;
   }
   try {
@@ -129,6 +142,7 @@ int main(int argc, char** argv) {
     std::string scenario = argv[1];
     if (scenario == "collectives") return check_collectives(c);
     if (scenario == "kill") return kill_scenario(c);
+    if (scenario == "churn") return churn(c);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mp_worker: %s\n", e.what());
     return 1;

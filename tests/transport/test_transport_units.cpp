@@ -7,15 +7,19 @@
 #include "transport/peer_channel.hpp"
 #include "transport/rank_info.hpp"
 #include "transport/shm/ring.hpp"
+#include "transport/shm/shm_mesh.hpp"
 #include "transport/wait_policy.hpp"
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -155,34 +159,130 @@ TEST(Doorbell, RingWakesASleeperAndSleepIsBounded) {
   EXPECT_GE(Clock::now() - start, 25ms);
 }
 
-TEST(Segment, CreateOpenUnlink) {
-  std::string name = "/chorus-unit-" + random_token();
-  auto created = Segment::create(name, 8192);
-  EXPECT_THROW(Segment::create(name, 8192), Error);
-  EXPECT_THROW(Segment::open(name, 4096), Error);
-  auto opened = Segment::open(name, 8192);
+TEST(Segment, OpensThroughItsLocatorUntilWithdrawn) {
+  auto created = Segment::create("chorus-unit-" + random_token(), 8192);
+  const std::string locator = created->locator();
+  ASSERT_FALSE(locator.empty());
+  EXPECT_THROW(Segment::open(locator, 4096, deadline_after(5s)), Error);
+  auto opened = Segment::open(locator, 8192, deadline_after(5s));
   created->base()[100] = std::byte{42};
   EXPECT_EQ(opened->base()[100], std::byte{42});
-  EXPECT_TRUE(std::filesystem::exists("/dev/shm" + name));
-  created->unlink();
-  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name));
+  EXPECT_TRUE(opened->locator().empty()) << "only the creator hands it out";
+  created->withdraw();
+  EXPECT_TRUE(created->locator().empty());
   EXPECT_EQ(opened->base()[100], std::byte{42});  // still mapped
-  EXPECT_THROW(Segment::open(name, 8192), Error);
-  created.reset();
-  { auto dropped = Segment::create(name, 4096); }
-  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name)) << "the destructor unlinks";
+  EXPECT_THROW(Segment::open(locator, 8192, deadline_after(5s)), Error);
+}
+
+TEST(Segment, RefusesUnknownLocators) {
+  std::string locator;
+  {
+    auto gone = Segment::create("chorus-unit-gone", 4096);
+    locator = gone->locator();
+  }
+  EXPECT_THROW(Segment::open(locator, 4096, deadline_after(5s)), Error) << "its owner is gone";
+  for (const char* bad : {"", "chorus-fd-nobody", "12:3:4"}) {
+    EXPECT_THROW(Segment::open(bad, 4096, deadline_after(5s)), Error) << bad;
+  }
+}
+
+TEST(Segment, AnOwnerThatNeverAnswersFailsAtTheDeadline) {
+  // A listener that accepts nothing: connecting works (the backlog), no descriptor comes.
+  const std::string name = "chorus-fd-silent-" + random_token();
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  const auto start = Clock::now();
+  try {
+    Segment::open(name, 4096, deadline_after(300ms));
+    ADD_FAILURE() << "a silent owner handed out a segment";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::SystemError) << e.what();
+  }
+  EXPECT_GE(Clock::now() - start, 250ms);
+  EXPECT_LT(Clock::now() - start, 3s);
+  ::close(listener);
+}
+
+/// Kilobytes of `base`'s mapping present in this process's page tables (smaps' Rss).
+std::size_t mapped_kib(const std::byte* base) {
+  std::ifstream smaps("/proc/self/smaps");
+  char start_text[32];
+  std::snprintf(start_text, sizeof(start_text), "%lx-", reinterpret_cast<unsigned long>(base));
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.rfind(start_text, 0) == 0) inside = true;
+    if (inside && line.rfind("Rss:", 0) == 0) return std::stoul(line.substr(4));
+  }
+  return ~std::size_t{0};
+}
+
+TEST(Segment, AnOpenerMapsPageTablesOnlyWhereItPopulates) {
+  const std::size_t bytes = std::size_t{1} << 20;
+  auto created = Segment::create("chorus-unit-" + random_token(), bytes);
+  EXPECT_EQ(mapped_kib(created->base()), 1024u) << "the creator's mapping is populated";
+  auto opened = Segment::open(created->locator(), bytes, deadline_after(5s));
+  EXPECT_EQ(mapped_kib(opened->base()), 0u);
+  opened->populate(64 * 1024 + 100, 128 * 1024);  // from inside a page: that page too
+  EXPECT_EQ(mapped_kib(opened->base()), 132u);
+  opened->populate(bytes - 10, 1 << 30);  // clamped to the segment
+  EXPECT_EQ(mapped_kib(opened->base()), 136u);
+}
+
+TEST(Segment, NeverAppearsInDevShm) {
+  const auto chorus_entries = [] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+      const std::string name = entry.path().filename();
+      if (name.find("chorus") != std::string::npos) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = chorus_entries();
+  auto created = Segment::create("chorus-unit-" + random_token(), 8192);
+  auto opened = Segment::open(created->locator(), 8192, deadline_after(5s));
+  EXPECT_EQ(chorus_entries(), before);
 }
 
 TEST(Segment, AllocatesEveryPageAtCreation) {
-  // A sparse segment would take its page faults (or a SIGBUS when /dev/shm is
-  // full) in the first collectives that touch it.
-  const std::string name = "/chorus-unit-" + random_token();
+  // A sparse segment would take its page faults (or a SIGBUS when memory is
+  // short) in the first collectives that touch it.
   const std::size_t bytes = std::size_t{3} << 20;
-  auto created = Segment::create(name, bytes);
+  auto created = Segment::create("chorus-unit-" + random_token(), bytes);
+  const int fd = receive_fd(created->locator(), deadline_after(5s));
   struct stat info {};
-  ASSERT_EQ(::stat(("/dev/shm" + name).c_str(), &info), 0);
+  ASSERT_EQ(::fstat(fd, &info), 0);
+  ::close(fd);
   EXPECT_GE(static_cast<std::size_t>(info.st_blocks) * 512, bytes);
   EXPECT_EQ(created->base()[bytes - 1], std::byte{0});
+}
+
+TEST(ShmRings, HoldAtMostEightMebibytesPerRankWhateverTheRankCount) {
+  ::unsetenv("CHORUS_SHM_RING_BYTES");
+  constexpr std::uint64_t KiB = 1024;
+  EXPECT_EQ(shm::ring_capacity(1), 1024 * KiB);
+  EXPECT_EQ(shm::ring_capacity(8), 1024 * KiB);  // 9 ranks: as many as before
+  EXPECT_EQ(shm::ring_capacity(9), 512 * KiB);
+  EXPECT_EQ(shm::ring_capacity(63), 128 * KiB);
+  EXPECT_EQ(shm::ring_capacity(511), 16 * KiB);
+  EXPECT_EQ(shm::ring_capacity(2047), 4 * KiB);
+  EXPECT_EQ(shm::ring_capacity(100000), 4 * KiB);  // the floor
+  for (int peers = 9; peers <= 2048; ++peers) {    // between the 1 MiB cap and the 4 KiB floor
+    const std::uint64_t rings = shm::ring_capacity(peers) * static_cast<std::uint64_t>(peers);
+    EXPECT_LE(rings, 8192 * KiB) << peers;
+    EXPECT_GT(2 * rings, 8192 * KiB) << peers << " peers: the largest power of two that fits";
+  }
+  ::setenv("CHORUS_SHM_RING_BYTES", "65536", 1);
+  EXPECT_EQ(shm::ring_capacity(1), 64 * KiB);
+  EXPECT_EQ(shm::ring_capacity(1000), 64 * KiB) << "an explicit size is kept";
+  ::setenv("CHORUS_SHM_RING_BYTES", "65537", 1);
+  EXPECT_THROW(shm::ring_capacity(1), Error);
+  ::unsetenv("CHORUS_SHM_RING_BYTES");
 }
 
 TEST(WaitPolicy, PollsWithACoreEachAndYieldsAtOnceWhenOversubscribed) {

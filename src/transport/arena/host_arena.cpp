@@ -74,21 +74,27 @@ std::size_t HostArena::slot_bytes_from_env() {
 
 std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
                                               const std::string& token, Deadline deadline) {
-  const std::string name = "/chorus-" + token + "-arena";
   std::shared_ptr<Segment> segment;
   std::size_t slot_bytes = 0;
   if (rank == 0) {
     // A round must hold one 8-byte element per rank (reduce-scatter, scatter, all-to-all).
     slot_bytes = std::max(slot_bytes_from_env(), 128 * static_cast<std::size_t>(size));
-    segment = Segment::create(name, segment_bytes(size, slot_bytes));
-    store.set(ready_key(), std::to_string(slot_bytes));
+    segment = Segment::create("chorus-" + token + "-arena", segment_bytes(size, slot_bytes));
+    store.set(ready_key(), SegmentNotice{std::to_string(slot_bytes), segment->locator()}.text());
     std::vector<std::string> mapped;
     for (int r = 1; r < size; ++r) mapped.push_back(mapped_key(r));
     store.wait(mapped, deadline);
-    segment->unlink();
+    segment->withdraw();
   } else {
-    slot_bytes = parse_slot_bytes(store.get(ready_key(), deadline), "the arena slot size");
-    segment = Segment::open(name, segment_bytes(size, slot_bytes));
+    const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(), deadline));
+    slot_bytes = parse_slot_bytes(notice.field, "the arena slot size");
+    segment = Segment::open(notice.locator, segment_bytes(size, slot_bytes), deadline);
+    // This rank's flag line, the doorbell and its slot; the peers' parts fault in when read.
+    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(rank), sizeof(FlagLine));
+    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(size), sizeof(DoorbellWord));
+    segment->populate(
+        header_bytes(size) + (slot_bytes + kLanesBytes) * static_cast<std::size_t>(rank),
+        slot_bytes + kLanesBytes);
     store.set(mapped_key(rank), "1");
   }
   return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));

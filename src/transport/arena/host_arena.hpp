@@ -105,7 +105,7 @@ class HostArena {
 
   /// Collective over the `size` ranks of a communicator on one host: rank 0
   /// creates the segment (named after its random `token`), the others map it,
-  /// rank 0 unlinks it once all have. Store keys "transport/arena/...".
+  /// rank 0 withdraws it once all have. Store keys "transport/arena/...".
   static std::unique_ptr<HostArena> connect(Store& store, int rank, int size,
                                             const std::string& token, Deadline deadline);
 

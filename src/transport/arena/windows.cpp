@@ -8,6 +8,7 @@ namespace chorus::transport {
 std::byte* WindowTable::add(std::uint64_t id, std::shared_ptr<Segment> segment, std::size_t stride,
                             std::size_t bytes, int rank) {
   std::byte* mine = segment->base() + static_cast<std::size_t>(rank) * stride;
+  segment->populate(static_cast<std::size_t>(rank) * stride, bytes);  // the part this rank fills
   std::lock_guard lock(mutex_);
   windows_.push_back({id, std::move(segment), stride, bytes});
   return mine;

@@ -40,7 +40,7 @@ class WindowTable {
   /// allocation on every rank, before add() on the ranks that keep a part.
   std::uint64_t next_id() { return ids_.fetch_add(1, std::memory_order_relaxed) + 1; }
   /// Registers a mapped window; `stride` is the distance between two ranks' parts and
-  /// `bytes` this rank's part. Returns this rank's part.
+  /// `bytes` this rank's part (its page tables are filled in). Returns this rank's part.
   std::byte* add(std::uint64_t id, std::shared_ptr<Segment> segment, std::size_t stride,
                  std::size_t bytes, int rank);
   /// Forgets and unmaps the window whose part for `rank` starts at `part` (a call still

@@ -46,19 +46,26 @@ Inbox Inbox::create(const std::string& name, int owner_rank, const InboxGeometry
   return Inbox(std::move(segment), geometry);
 }
 
-Inbox Inbox::open(const std::string& name, int owner_rank, const InboxGeometry& geometry) {
-  auto segment = Segment::open(name, geometry.segment_bytes());
+Inbox Inbox::open(const std::string& locator, int owner_rank, const InboxGeometry& geometry,
+                  Deadline deadline) {
+  auto segment = Segment::open(locator, geometry.segment_bytes(), deadline);
   InboxHeader* header = header_of(*segment);
   std::uint64_t magic =
       std::atomic_ref<std::uint64_t>(header->magic).load(std::memory_order_acquire);
   if (magic != kInboxMagic || header->owner_rank != owner_rank || header->slots != geometry.slots ||
       header->ring_capacity != geometry.ring_capacity) {
-    throw Error(Status::InternalError, "shared memory " + name + " is not the inbox of rank " +
+    throw Error(Status::InternalError, "shared memory " + locator + " is not the inbox of rank " +
                                            std::to_string(owner_rank) + " with " +
                                            std::to_string(geometry.slots) + " rings of " +
                                            std::to_string(geometry.ring_capacity) + " bytes");
   }
   return Inbox(std::move(segment), geometry);
+}
+
+void Inbox::populate_for(int slot) const {
+  segment_->populate(0, round_up_64(sizeof(InboxHeader)));
+  segment_->populate(geometry_.slot_offset(slot),
+                     geometry_.slot_offset(slot + 1) - geometry_.slot_offset(slot));
 }
 
 Doorbell Inbox::doorbell() const { return Doorbell(&header_of(*segment_)->doorbell); }
@@ -70,7 +77,7 @@ Ring Inbox::ring(int slot) const {
 }
 
 std::string inbox_name(const std::string& token, int owner_rank) {
-  return "/chorus-" + token + "-" + std::to_string(owner_rank);
+  return "chorus-" + token + "-" + std::to_string(owner_rank);
 }
 
 }  // namespace chorus::transport::shm

@@ -29,9 +29,14 @@ class Inbox {
  public:
   /// Creates the inbox of `owner_rank` under `name`.
   static Inbox create(const std::string& name, int owner_rank, const InboxGeometry& geometry);
-  /// Maps the inbox another rank created; checks that it is the one expected.
-  static Inbox open(const std::string& name, int owner_rank, const InboxGeometry& geometry);
+  /// Maps the inbox another rank created, given its segment's locator (Segment::open);
+  /// checks that it is the one expected.
+  static Inbox open(const std::string& locator, int owner_rank, const InboxGeometry& geometry,
+                    Deadline deadline);
 
+  /// Fills the page tables of the header (the doorbell) and of sender `slot`'s ring: what a
+  /// peer that maps this inbox touches.
+  void populate_for(int slot) const;
   Doorbell doorbell() const;
   /// A fresh view of the ring of sender `slot` (each side keeps its own view).
   Ring ring(int slot) const;
@@ -45,8 +50,8 @@ class Inbox {
   InboxGeometry geometry_;
 };
 
-/// "/chorus-<token>-<rank>": unique per job, communicator and rank because
-/// `token` is random and published by the owner through the store.
+/// "chorus-<token>-<rank>", the segment's name in messages and /proc/<pid>/maps
+/// (`token` is random per rank and communicator).
 std::string inbox_name(const std::string& token, int owner_rank);
 
 }  // namespace chorus::transport::shm

@@ -15,6 +15,7 @@ namespace chorus::transport::shm {
 namespace {
 
 constexpr std::uint64_t kDefaultRingBytes = std::uint64_t{1} << 20;
+constexpr std::uint64_t kInboxBudget = std::uint64_t{8} << 20;
 constexpr std::uint64_t kMinRingBytes = std::uint64_t{4} << 10;
 constexpr std::uint64_t kMaxRingBytes = std::uint64_t{256} << 20;
 
@@ -42,33 +43,42 @@ int slot_of(const std::vector<int>& host_ranks, int rank) {
 
 }  // namespace
 
-std::uint64_t ring_capacity_from_env() {
+std::uint64_t ring_capacity(int peers) {
   std::string text = env_or("CHORUS_SHM_RING_BYTES", "");
-  return text.empty() ? kDefaultRingBytes : parse_capacity(text, "CHORUS_SHM_RING_BYTES");
+  if (!text.empty()) return parse_capacity(text, "CHORUS_SHM_RING_BYTES");
+  std::uint64_t bytes = kDefaultRingBytes;
+  while (bytes > kMinRingBytes && bytes * static_cast<std::uint64_t>(peers) > kInboxBudget) {
+    bytes /= 2;
+  }
+  return bytes;
 }
 
 ShmMesh connect_shm_mesh(Store& store, int rank, const std::vector<int>& host_ranks,
-                         const std::vector<RankInfo>& infos, Deadline deadline) {
+                         const std::vector<RankInfo>& infos, const ShmOptions& options) {
   const int slots = static_cast<int>(host_ranks.size());
-  InboxGeometry mine{slots, ring_capacity_from_env()};
+  InboxGeometry mine{slots, ring_capacity(std::max(slots, options.sized_for) - 1)};
   Inbox my_inbox = Inbox::create(inbox_name(infos[rank].token, rank), rank, mine);
-  store.set(ready_key(rank), std::to_string(mine.ring_capacity));
+  store.set(
+      ready_key(rank),
+      SegmentNotice{std::to_string(mine.ring_capacity), my_inbox.segment()->locator()}.text());
 
   std::map<int, Inbox> peer_inboxes;
   for (int peer : host_ranks) {
     if (peer == rank) continue;
-    std::string capacity = store.get(ready_key(peer), deadline);
-    InboxGeometry theirs{slots,
-                         parse_capacity(capacity, "the ring size of rank " + std::to_string(peer))};
-    peer_inboxes.emplace(peer, Inbox::open(inbox_name(infos[peer].token, peer), peer, theirs));
+    const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(peer), options.deadline));
+    InboxGeometry theirs{
+        slots, parse_capacity(notice.field, "the ring size of rank " + std::to_string(peer))};
+    Inbox inbox = Inbox::open(notice.locator, peer, theirs, options.deadline);
+    inbox.populate_for(slot_of(host_ranks, rank));
+    peer_inboxes.emplace(peer, std::move(inbox));
   }
   store.set(mapped_key(rank), "1");
   std::vector<std::string> mapped;
   for (int peer : host_ranks) {
     if (peer != rank) mapped.push_back(mapped_key(peer));
   }
-  store.wait(mapped, deadline);
-  my_inbox.segment()->unlink();
+  store.wait(mapped, options.deadline);
+  my_inbox.segment()->withdraw();
 
   ShmMesh mesh;
   mesh.links.resize(infos.size());

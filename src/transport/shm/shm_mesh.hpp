@@ -1,10 +1,14 @@
 // Connecting the shared-memory links of a mesh: every rank with same-host
-// peers creates its inbox, announces it, maps the inboxes of those peers,
-// announces that, and unlinks its own inbox once every peer mapped it (from
-// then on nothing is left in /dev/shm, even after a crash).
+// peers creates its inbox (an anonymous segment, transport/arena/segment.hpp),
+// announces it, maps the inboxes of those peers, announces that, and withdraws
+// its own inbox once every peer mapped it. Nothing ever appears in /dev/shm.
+//
+// Memory: a rank's inbox holds one ring per same-host peer, each at most 1 MiB and
+// halved until the rings fit in 8 MiB (at least 4 KiB each), so a host's rings take
+// at most 8 MiB per rank (4 KiB per peer past 2048 ranks) instead of 1 MiB per pair.
 //
 // Store keys (inside the communicator's namespace): "transport/shm/ready/<r>"
-// (value: ring capacity in bytes) and "transport/shm/mapped/<r>".
+// (value: "<ring capacity in bytes> <segment locator>") and "transport/shm/mapped/<r>".
 #pragma once
 
 #include "bootstrap/store.hpp"
@@ -22,12 +26,22 @@ struct ShmMesh {
   Doorbell doorbell;                         ///< this rank's; mapped while the links live
 };
 
-/// Ring capacity: CHORUS_SHM_RING_BYTES (a power of two, 4 KiB .. 256 MiB), default 1 MiB.
-std::uint64_t ring_capacity_from_env();
+/// Ring capacity for a rank with `peers` same-host peers: CHORUS_SHM_RING_BYTES when set
+/// (a power of two, 4 KiB .. 256 MiB), else the largest power of two from 4 KiB to
+/// 1 MiB whose `peers` rings fit in 8 MiB (or 4 KiB).
+std::uint64_t ring_capacity(int peers);
+
+struct ShmOptions {
+  /// Rings are sized for at least this many ranks on the host: a sub-communicator
+  /// passes its parent's count, so that the groups of one split together hold no
+  /// more ring memory per rank than the parent.
+  int sized_for = 0;
+  Deadline deadline;
+};
 
 /// Links from `rank` to every other rank of `host_ranks` (ascending, includes
 /// `rank`; at least two ranks). Collective over `host_ranks`.
 ShmMesh connect_shm_mesh(Store& store, int rank, const std::vector<int>& host_ranks,
-                         const std::vector<RankInfo>& infos, Deadline deadline);
+                         const std::vector<RankInfo>& infos, const ShmOptions& options);
 
 }  // namespace chorus::transport::shm
