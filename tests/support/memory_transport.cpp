@@ -306,13 +306,15 @@ void MemoryFabric::attach_windows(std::size_t bytes_per_rank) {
   auto created = transport::Segment::create(name, stride * n);
   windows_.resize(n);
   for (std::size_t r = 0; r < n; ++r) {
-    auto segment = r == 0 ? created : transport::Segment::open(name, stride * n);
+    auto segment = r == 0 ? created
+                          : transport::Segment::open(created->locator(), stride * n,
+                                                     Clock::now() + std::chrono::seconds(30));
     transport::WindowTable& table = arenas_[r]->windows();
     std::byte* part =
         table.add(table.next_id(), std::move(segment), stride, bytes_per_rank, static_cast<int>(r));
     windows_[r] = {part, bytes_per_rank};
   }
-  created->unlink();
+  created->withdraw();
 }
 
 std::span<std::byte> MemoryFabric::window(int rank) const {
