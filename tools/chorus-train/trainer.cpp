@@ -2,6 +2,7 @@
 // checkpoints, the final distributed evaluation.
 #include "trainer.hpp"
 
+#include "gpt_trainer.hpp"
 #include "tasks.hpp"
 
 #include <chorus/error.hpp>
@@ -280,6 +281,10 @@ void run_training(const Options& options, Communicator& comm) {
     if (!options.checkpoint.empty()) train::check_checkpoint_path(options.checkpoint, comm);
     torch::set_num_threads(options.threads);
     torch::manual_seed(options.seed);
+    if (options.model == ModelKind::Gpt) {
+      run_gpt_training(options, comm);
+      return;
+    }
     Trainer trainer(options, comm);
     trainer.train();
     if (options.eval) trainer.evaluate();
