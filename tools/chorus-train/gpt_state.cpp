@@ -97,8 +97,15 @@ std::optional<train::TrainingState> load_gpt_run(const std::string& path, train:
                                                  OptimizerKind kind,
                                                  const train::RunConfig& config) {
   if (!std::filesystem::exists(path)) return std::nullopt;
-  const train::TrainingState state = train::read_tensor_checkpoint(path).header.state;
-  const std::string difference = train::config_difference(path, state.config, config);
+  const train::CheckpointHeader header = train::read_tensor_checkpoint(path).header;
+  const train::TrainingState& state = header.state;
+  train::RunConfig wanted = config;
+  train::RunConfig saved = state.config;
+  for (const auto& [name, value] : train::gpt_model_description(model.config())) {
+    wanted["model " + name] = value;
+  }
+  for (const auto& [name, value] : header.model) saved["model " + name] = value;
+  const std::string difference = train::config_difference(path, saved, wanted);
   require_argument(difference.empty(), difference);
   const auto step = state.extra.find(kOptimizerStep);
   require_argument(step != state.extra.end(), "checkpoint " + path + " has no optimizer step");

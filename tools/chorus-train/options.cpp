@@ -249,12 +249,15 @@ std::string optimizer_name(OptimizerKind kind) {
 std::string usage_text() {
   return R"(usage: chorusrun -n N chorus-train [options]
 Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
-  --model mlp|lstm       mlp: Fashion-MNIST classifier 784-H-..-H-10 (--hidden, --layers);
-                         lstm: character-level LSTM on /usr/share/common-licenses  [mlp]
+  --model mlp|lstm|gpt   mlp: Fashion-MNIST classifier 784-H-..-H-10 (--hidden, --layers);
+                         lstm: character-level LSTM on /usr/share/common-licenses;
+                         gpt: byte-level GPT on the fortunes corpus, split over --tp
+                         ranks, data parallel over N / tp replicas                [mlp]
   --epochs E             passes over the training set, 1..1000000               [1]
-  --batch B              samples per rank per step, 1..1048576                  [64]
+  --batch B              samples per (data-parallel) replica per step, 1..1048576
+                                                                       [64; gpt: 8]
   --steps S              stop after S steps in total (0 = no limit)             [0]
-  --optimizer sgd|adam   sgd: SGD with momentum 0.9; adam: Adam     [mlp: sgd, lstm: adam]
+  --optimizer sgd|adam   sgd: SGD with momentum 0.9; adam: Adam [mlp: sgd, lstm/gpt: adam]
   --lr X                 learning rate, > 0                      [sgd: 0.05, adam: 0.003]
   --no-sync              same compute without gradient synchronisation (benchmark)
   --alternate-sync K     blocks of K synchronised and K unsynchronised steps take turns
@@ -265,20 +268,33 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          hooks (DdpOptions::overlap_backward = false)
   --checkpoint PATH      save model, optimizer, step, sampler state and the run's
                          configuration at the end; rank 0 checks that it can write PATH
-                         before the first step
+                         before the first step (gpt: also PATH.<optimizer state>; loads
+                         at any --tp)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint
                          was made with another --model, --hidden, --layers, --optimizer,
-                         --lr, --batch, --seed, world size or training set
+                         --lr, --batch, --seed, world size or training set (gpt: the
+                         model's --layers, --hidden, --heads, --seq-len, and dp, not tp)
   --seed S               initial weights and data order, >= 0                   [1]
   --bucket-cap-mb M      DDP gradient bucket cap in MiB, 0.001..65536           [25]
   --compression C        gradients on the wire: none|fp16|bf16                  [none]
   --threads T            torch threads per rank, 1..256                         [1]
   --log-every N          progress line every N steps, >= 1                      [50]
-  --hidden H             MLP width / LSTM state size, 1..65536             [1024 / 256]
-  --layers L             MLP hidden layers, 1..64                               [3]
+  --hidden H             MLP width / LSTM state size / GPT width, 1..65536
+                                                                  [1024 / 256 / 64]
+  --layers L             MLP hidden layers / GPT blocks, 1..64         [3; gpt: 2]
   --no-eval              skip the final test-set evaluation
+GPT (--model gpt; --no-sync and --alternate-sync do not apply):
+  --tp T                 tensor-parallel degree, dividing N; dp = N / T, 1..4096  [1]
+  --sequence-parallel    Megatron sequence parallelism on the tp group
+  --heads A              attention heads, a multiple of T, dividing --hidden     [4]
+  --seq-len S            tokens per sample, 2..65536 (with --sequence-parallel a
+                         multiple of T)                                          [64]
+  --corpus DIR           the fortune files            [/usr/share/games/fortunes]
+  --eval-every N         validation loss every N steps (0: only the final one)   [50]
+  --eval-windows W       validation samples each evaluation uses, evenly spaced
+                         over the validation split (0: all of them)             [256]
 Environment: CHORUS_FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist).
 )";
 }

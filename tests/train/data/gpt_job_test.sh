@@ -6,7 +6,8 @@
 # --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
 # resume: a run saved at tp 2 after 6 steps and resumed at tp 1 prints the per-step losses of
 # an uninterrupted tp 2 run (relative 1e-4: another tp degree sums in another order).
-# refused: world 3 with --tp 2, and a missing corpus, fail before step 1 with their sentence.
+# refused: world 3 with --tp 2, a missing corpus, --tp without --model gpt, and resuming with
+# another --hidden or --batch fail before step 1 with their sentence.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -90,6 +91,12 @@ case "$mode" in
     refused corpus "no fortune files in $work/none" \
       "$train" --model gpt --steps 2 --corpus "$work/none"
     refused mlp_tp "--tp '2' is not valid: needs --model gpt" "$train" --model mlp --tp 2
+    "$train" "${small[@]}" --steps 1 --no-eval --checkpoint "$work/ck" >"$work/saved" ||
+      fail "saving run exited with $?"
+    refused hidden "was made with model hidden 32, this run has model hidden 64" \
+      "$train" "${small[@]}" --hidden 64 --steps 2 --checkpoint "$work/ck" --resume
+    refused batch "--batch 8, this run has --batch 4" \
+      "$train" "${small[@]}" --batch 4 --steps 2 --checkpoint "$work/ck" --resume
     ;;
   *) fail "unknown mode $mode" ;;
 esac
