@@ -4,6 +4,7 @@
 #include "gpt_trainer.hpp"
 
 #include "gpt_state.hpp"
+#include "run_state.hpp"
 #include "tasks.hpp"
 
 #include <chorus/error.hpp>
@@ -15,7 +16,6 @@
 #include <torch/torch.h>
 
 #include <array>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -50,18 +50,6 @@ train::GptConfig gpt_config(const Options& options) {
   c.sequence_parallel = options.sequence_parallel;
   c.seed = options.seed;
   return c;
-}
-
-train::ReducerOptions reducer_options(const Options& options) {
-  train::ReducerOptions r;
-  r.bucket_cap_bytes = static_cast<std::size_t>(options.bucket_cap_mb * 1024 * 1024);
-  r.first_bucket_bytes = std::min(r.first_bucket_bytes, r.bucket_cap_bytes);
-  r.compression = options.compression == Compression::Fp16   ? train::GradCompression::Fp16
-                  : options.compression == Compression::Bf16 ? train::GradCompression::Bf16
-                                                             : train::GradCompression::None;
-  r.shared_buckets = options.shared_buckets;
-  r.overlap_backward = options.overlap;
-  return r;
 }
 
 /// A split of the corpus as samples: sample i is bytes [i·s, i·s + s + 1) (inputs and the
@@ -106,8 +94,8 @@ class GptTrainer {
         train_.samples() > 0 && validation_.samples() > 0,
         "the corpus has too few bytes for --seq-len " + std::to_string(options.seq_len));
     restore();
-    reducer_ = std::make_unique<train::GradientReducer>(model_.parameters(), mesh_.dp(),
-                                                        reducer_options(options_));
+    reducer_ = std::make_unique<train::GradientReducer>(
+        model_.parameters(), mesh_.dp(), sync_options<train::ReducerOptions>(options_));
   }
 
   void train() {
@@ -231,47 +219,26 @@ class GptTrainer {
   /// optimizer and everything that decides which samples each step takes. The tp degree is
   /// not recorded: a checkpoint loads at any.
   train::RunConfig run_config() const {
-    std::array<char, 32> lr{};
-    const auto lr_end = std::to_chars(lr.data(), lr.data() + lr.size(), options_.lr).ptr;
-    return {{"--model", "gpt"},
-            {"--optimizer", optimizer_name(options_.optimizer)},
-            {"--lr", std::string(lr.data(), lr_end)},
-            {"--batch", std::to_string(options_.batch)},
-            {"--seed", std::to_string(options_.seed)},
-            {"dp", std::to_string(mesh_.layout().dp)},
-            {"training set", "fortunes, " + std::to_string(corpus_.train.size()) + " bytes"}};
+    train::RunConfig config = common_run_config(options_);
+    config["--model"] = "gpt";
+    config["dp"] = std::to_string(mesh_.layout().dp);
+    config["training set"] = "fortunes, " + std::to_string(corpus_.train.size()) + " bytes";
+    return config;
   }
 
   void save() {
-    train::TrainingState state;
-    state.step = step_;
-    state.epoch = static_cast<std::int64_t>(sampler_.epoch());
-    state.extra["sampler_position"] = static_cast<std::int64_t>(sampler_.state().position);
-    state.config = run_config();
-    save_gpt_run(options_.checkpoint, model_, *optimizer_, options_.optimizer, state, comm_);
+    save_gpt_run(options_.checkpoint, model_, *optimizer_, options_.optimizer,
+                 run_state(step_, sampler_, run_config()), comm_);
   }
 
   void restore() {
     if (!options_.resume) return;
     const auto state =
         load_gpt_run(options_.checkpoint, model_, *optimizer_, options_.optimizer, run_config());
-    if (!state) {
-      say("no checkpoint at " + options_.checkpoint + ": starting from scratch");
-      return;
-    }
-    step_ = state->step;
-    const auto position = state->extra.find("sampler_position");
-    require_argument(position != state->extra.end(),
-                     "checkpoint " + options_.checkpoint + " has no sampler position");
-    sampler_.load_state(train::SamplerState{static_cast<std::uint64_t>(state->epoch),
-                                            static_cast<std::uint64_t>(position->second)});
-    say("resumed from " + options_.checkpoint + " at step " + std::to_string(step_));
+    step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
   }
 
-  void say(const std::string& line) const {
-    if (comm_.rank() == 0) std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  }
+  void say(const std::string& line) const { train_tool::say(comm_, line); }
 
   const Options& options_;
   Communicator& comm_;

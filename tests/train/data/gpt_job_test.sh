@@ -15,9 +15,8 @@ mode="$3"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# Prints "step loss" for every progress line of a log.
-losses() { awk '$1 == "epoch" { print $4, $6 }' "$1"; }
+# shellcheck source=job_helpers.sh
+source "$(dirname "$0")/job_helpers.sh"
 small=(--model gpt --layers 2 --hidden 32 --heads 4 --seq-len 32 --batch 8 --log-every 1
   --eval-windows 32)
 
@@ -26,31 +25,18 @@ small=(--model gpt --layers 2 --hidden 32 --heads 4 --seq-len 32 --batch 8 --log
 same_losses() {
   [ "$(losses "$1" | wc -l)" -eq "$(losses "$2" | wc -l)" ] || fail "different step counts"
   paste <(losses "$1") <(losses "$2") | awk -v tol="$3" '
-    { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > tol * $2) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
+    { d = $2 - $4; if (d < 0) d = -d }
+    $1 != $3 || d > tol * $2 { print "step " $1 ": " $2 " vs " $4; bad = 1 }
     END { exit bad }' || fail "losses differ beyond $3"
 }
 
 check_run() {  # log: loss fell, validation and final perplexity printed
   local log="$1"
   cat "$log"
-  local first last
-  first="$(losses "$log" | head -1 | cut -d' ' -f2)"
-  last="$(losses "$log" | tail -1 | cut -d' ' -f2)"
-  [ -n "$first" ] && [ -n "$last" ] || fail "no progress lines"
-  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "loss did not fall: $first -> $last"
+  loss_fell "$log"
   grep -q "tokens/s" "$log" || fail "no tokens/s"
   grep -q "^validation step 10: loss .* perplexity" "$log" || fail "no periodic validation loss"
   grep -q "^final validation: loss .* perplexity" "$log" || fail "no final perplexity"
-}
-
-# refused NAME EXPECTED COMMAND...: COMMAND fails, its stderr contains EXPECTED, no step ran.
-refused() {
-  local name="$1" expected="$2"
-  shift 2
-  if "$@" >"$work/$name.out" 2>"$work/$name.err"; then fail "$name: accepted: $*"; fi
-  cat "$work/$name.out" "$work/$name.err"
-  grep -qF -- "$expected" "$work/$name.err" || fail "$name: expected the error '$expected'"
-  if grep -q "^epoch " "$work/$name.out"; then fail "$name: trained before refusing"; fi
 }
 
 case "$mode" in
@@ -60,7 +46,8 @@ case "$mode" in
     "$run" -n 2 --timeout 100 "$train" "${small[@]}" --tp "$degree" --steps 20 --eval-every 10 \
       >"$work/log" || fail "chorusrun -n 2 chorus-train --tp $degree exited with $?"
     check_run "$work/log"
-    grep -q "tp $degree x dp $((2 / degree))" "$work/log" || fail "not tp $degree x dp $((2 / degree))"
+    layout="tp $degree x dp $((2 / degree))"
+    grep -q "$layout" "$work/log" || fail "not $layout"
     ;;
   sp)
     for flag in "" --sequence-parallel; do
