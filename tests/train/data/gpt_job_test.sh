@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train --model gpt under chorusrun (registered by CMakeLists.txt):
-#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN tp|dp|sp|resume|refused
+#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN tp|dp|sp|tpdp|resume|refused
 # tp / dp: 2 ranks at tp 2 (dp 1) / at tp 1 x dp 2 train a few steps: the loss falls, the
 # periodic validation loss and the final perplexity are printed. sp: tp 2 with and without
 # --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
+# tpdp: 4 ranks at tp 2 (with SP) x dp 2 give the losses of 2 ranks at tp 1 x dp 2 (the same
+# samples per replica): the dp reducer and the tp partial gradients together are right.
 # resume: a run saved at tp 2 after 6 steps and resumed at tp 1 prints the per-step losses of
 # an uninterrupted tp 2 run (relative 1e-4: another tp degree sums in another order).
 # refused: world 3 with --tp 2, a missing corpus, --tp without --model gpt, and resuming with
@@ -57,6 +59,16 @@ case "$mode" in
     done
     grep -q "(sequence parallel)" "$work/log--sequence-parallel" || fail "not sequence parallel"
     same_losses "$work/log" "$work/log--sequence-parallel" 1e-5
+    ;;
+  tpdp)
+    common=("${small[@]}" --steps 6 --no-eval --eval-every 0)
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --tp 2 --sequence-parallel \
+      >"$work/tp2dp2" || fail "tp 2 x dp 2 exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --tp 1 >"$work/tp1dp2" ||
+      fail "tp 1 x dp 2 exited with $?"
+    cat "$work/tp2dp2" "$work/tp1dp2"
+    grep -q "tp 2 (sequence parallel) x dp 2" "$work/tp2dp2" || fail "not tp 2 x dp 2"
+    same_losses "$work/tp2dp2" "$work/tp1dp2" 1e-5
     ;;
   resume)
     common=("${small[@]}" --no-eval --eval-every 0)
