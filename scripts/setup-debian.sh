@@ -11,6 +11,8 @@ packages=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev
   # the training layer and the torch backend: libtorch, torch for /usr/bin/python3, pybind11,
   # a fast BLAS (torch falls back to the slow reference BLAS without it), pytest, the data
   libtorch-dev python3-torch pybind11-dev libopenblas0 python3-pytest dataset-fashion-mnist zlib1g-dev
+  # the English text corpus of chorus-train --model gpt (/usr/share/games/fortunes)
+  fortunes
   # the libFuzzer harnesses (scripts/fuzz.sh): clang and its fuzzer/sanitizer runtimes
   clang-14 libclang-rt-14-dev)
 missing=()

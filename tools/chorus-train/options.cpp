@@ -67,6 +67,8 @@ std::string number_text(double value) {
 struct Parsed {
   Options options;
   std::optional<std::int64_t> hidden;
+  std::optional<int> layers;
+  std::optional<std::int64_t> batch;
   std::optional<OptimizerKind> optimizer;
   std::optional<double> lr;
 };
@@ -101,7 +103,8 @@ const std::map<std::string, Setter>& valued_options() {
   static const std::map<std::string, Setter> setters = {
       {"--model",
        choice("--model", {{"mlp", [](Parsed& p) { p.options.model = ModelKind::Mlp; }},
-                          {"lstm", [](Parsed& p) { p.options.model = ModelKind::Lstm; }}})},
+                          {"lstm", [](Parsed& p) { p.options.model = ModelKind::Lstm; }},
+                          {"gpt", [](Parsed& p) { p.options.model = ModelKind::Gpt; }}})},
       {"--optimizer",
        choice("--optimizer", {{"sgd", [](Parsed& p) { p.optimizer = OptimizerKind::Sgd; }},
                               {"adam", [](Parsed& p) { p.optimizer = OptimizerKind::Adam; }}})},
@@ -111,13 +114,27 @@ const std::map<std::string, Setter>& valued_options() {
                {"fp16", [](Parsed& p) { p.options.compression = Compression::Fp16; }},
                {"bf16", [](Parsed& p) { p.options.compression = Compression::Bf16; }}})},
       {"--epochs", small_integer(&Options::epochs, "--epochs", 1, 1000000)},
-      {"--batch", integer(&Options::batch, "--batch", 1, 1 << 20)},
+      {"--batch",
+       [](Parsed& p, const std::string& v) { p.batch = to_int("--batch", v, 1, 1 << 20); }},
       {"--steps", integer(&Options::steps, "--steps", 0)},
       {"--checkpoint-every", integer(&Options::checkpoint_every, "--checkpoint-every", 0)},
       {"--alternate-sync", integer(&Options::alternate_sync, "--alternate-sync", 1)},
       {"--log-every", integer(&Options::log_every, "--log-every", 1)},
       {"--threads", small_integer(&Options::threads, "--threads", 1, 256)},
-      {"--layers", small_integer(&Options::layers, "--layers", 1, 64)},
+      {"--layers",
+       [](Parsed& p, const std::string& v) {
+         p.layers = static_cast<int>(to_int("--layers", v, 1, 64));
+       }},
+      {"--tp", small_integer(&Options::tp, "--tp", 1, 4096)},
+      {"--heads", integer(&Options::heads, "--heads", 1, 4096)},
+      {"--seq-len", integer(&Options::seq_len, "--seq-len", 2, 1 << 16)},
+      {"--eval-every", integer(&Options::eval_every, "--eval-every", 0)},
+      {"--eval-windows", integer(&Options::eval_windows, "--eval-windows", 0)},
+      {"--corpus",
+       [](Parsed& p, const std::string& v) {
+         if (v.empty()) throw bad("--corpus", v, "expected a directory");
+         p.options.corpus = v;
+       }},
       {"--hidden",
        [](Parsed& p, const std::string& v) { p.hidden = to_int("--hidden", v, 1, 65536); }},
       {"--seed",
@@ -155,6 +172,7 @@ bool set_flag(Options& o, const std::string& word) {
       {"--no-overlap", [](Options& x) { x.overlap = false; }},
       {"--resume", [](Options& x) { x.resume = true; }},
       {"--no-eval", [](Options& x) { x.eval = false; }},
+      {"--sequence-parallel", [](Options& x) { x.sequence_parallel = true; }},
   };
   auto it = flags.find(word);
   if (it == flags.end()) return false;
@@ -162,12 +180,30 @@ bool set_flag(Options& o, const std::string& word) {
   return true;
 }
 
+/// Refuses the GPT's options with another model, and what the GPT run does not support.
+void check_gpt_options(const Options& o) {
+  if (o.model != ModelKind::Gpt) {
+    if (o.tp != 1) throw bad("--tp", std::to_string(o.tp), "needs --model gpt");
+    if (o.sequence_parallel) throw bad("--sequence-parallel", "", "needs --model gpt");
+    return;
+  }
+  if (o.no_sync) throw bad("--no-sync", "", "is not supported with --model gpt");
+  if (o.alternate_sync > 0) {
+    throw bad("--alternate-sync", std::to_string(o.alternate_sync),
+              "is not supported with --model gpt");
+  }
+}
+
 /// Resolves the defaults that depend on other options and refuses combinations.
 Options finish(Parsed parsed) {
   Options o = parsed.options;
   const bool mlp = o.model == ModelKind::Mlp;
-  o.hidden = parsed.hidden.value_or(mlp ? 1024 : 256);
+  const bool gpt = o.model == ModelKind::Gpt;
+  o.hidden = parsed.hidden.value_or(mlp ? 1024 : gpt ? 64 : 256);
+  o.layers = parsed.layers.value_or(gpt ? 2 : 3);
+  o.batch = parsed.batch.value_or(gpt ? 8 : 64);
   o.optimizer = parsed.optimizer.value_or(mlp ? OptimizerKind::Sgd : OptimizerKind::Adam);
+  check_gpt_options(o);
   o.lr = parsed.lr.value_or(o.optimizer == OptimizerKind::Sgd ? 0.05 : 0.003);
   if (o.alternate_sync > 0 && o.no_sync) {
     throw bad("--alternate-sync", std::to_string(o.alternate_sync),
@@ -214,12 +250,15 @@ std::string optimizer_name(OptimizerKind kind) {
 std::string usage_text() {
   return R"(usage: chorusrun -n N chorus-train [options]
 Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
-  --model mlp|lstm       mlp: Fashion-MNIST classifier 784-H-..-H-10 (--hidden, --layers);
-                         lstm: character-level LSTM on /usr/share/common-licenses  [mlp]
+  --model mlp|lstm|gpt   mlp: Fashion-MNIST classifier 784-H-..-H-10 (--hidden, --layers);
+                         lstm: character-level LSTM on /usr/share/common-licenses;
+                         gpt: byte-level GPT on the fortunes corpus, split over --tp
+                         ranks, data parallel over N / tp replicas                [mlp]
   --epochs E             passes over the training set, 1..1000000               [1]
-  --batch B              samples per rank per step, 1..1048576                  [64]
+  --batch B              samples per (data-parallel) replica per step, 1..1048576
+                                                                       [64; gpt: 8]
   --steps S              stop after S steps in total (0 = no limit)             [0]
-  --optimizer sgd|adam   sgd: SGD with momentum 0.9; adam: Adam     [mlp: sgd, lstm: adam]
+  --optimizer sgd|adam   sgd: SGD with momentum 0.9; adam: Adam [mlp: sgd, lstm/gpt: adam]
   --lr X                 learning rate, > 0                      [sgd: 0.05, adam: 0.003]
   --no-sync              same compute without gradient synchronisation (benchmark)
   --alternate-sync K     blocks of K synchronised and K unsynchronised steps take turns
@@ -230,20 +269,33 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          hooks (DdpOptions::overlap_backward = false)
   --checkpoint PATH      save model, optimizer, step, sampler state and the run's
                          configuration at the end; rank 0 checks that it can write PATH
-                         before the first step
+                         before the first step (gpt: also PATH.<optimizer state>; loads
+                         at any --tp)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint
                          was made with another --model, --hidden, --layers, --optimizer,
-                         --lr, --batch, --seed, world size or training set
+                         --lr, --batch, --seed, world size or training set (gpt: the
+                         model's --layers, --hidden, --heads, --seq-len, and dp, not tp)
   --seed S               initial weights and data order, >= 0                   [1]
   --bucket-cap-mb M      DDP gradient bucket cap in MiB, 0.001..65536           [25]
   --compression C        gradients on the wire: none|fp16|bf16                  [none]
   --threads T            torch threads per rank, 1..256                         [1]
   --log-every N          progress line every N steps, >= 1                      [50]
-  --hidden H             MLP width / LSTM state size, 1..65536             [1024 / 256]
-  --layers L             MLP hidden layers, 1..64                               [3]
+  --hidden H             MLP width / LSTM state size / GPT width, 1..65536
+                                                                  [1024 / 256 / 64]
+  --layers L             MLP hidden layers / GPT blocks, 1..64         [3; gpt: 2]
   --no-eval              skip the final test-set evaluation
+GPT (--model gpt; --no-sync and --alternate-sync do not apply):
+  --tp T                 tensor-parallel degree, dividing N; dp = N / T, 1..4096  [1]
+  --sequence-parallel    Megatron sequence parallelism on the tp group
+  --heads A              attention heads, a multiple of T, dividing --hidden     [4]
+  --seq-len S            tokens per sample, 2..65536 (with --sequence-parallel a
+                         multiple of T)                                          [64]
+  --corpus DIR           the fortune files            [/usr/share/games/fortunes]
+  --eval-every N         validation loss every N steps (0: only the final one)   [50]
+  --eval-windows W       validation samples each evaluation uses, evenly spaced
+                         over the validation split (0: all of them)             [256]
 Environment: CHORUS_FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist).
 )";
 }

@@ -6,16 +6,17 @@
 
 namespace chorus::train_tool {
 
-enum class ModelKind { Mlp, Lstm };
+enum class ModelKind { Mlp, Lstm, Gpt };
 enum class OptimizerKind { Sgd, Adam };
 enum class Compression { None, Fp16, Bf16 };
 
 /// What parse_options returns: every value checked and every default resolved (--hidden,
 /// --optimizer and --lr have defaults that depend on the model and the optimizer).
 struct Options {
-  ModelKind model = ModelKind::Mlp;  ///< --model mlp|lstm
+  ModelKind model = ModelKind::Mlp;  ///< --model mlp|lstm|gpt
   int epochs = 1;                    ///< --epochs
-  std::int64_t batch = 64;           ///< --batch: samples per rank per step
+  /// --batch: samples per data-parallel replica per step (default 64; gpt 8)
+  std::int64_t batch = 64;
   std::int64_t steps = 0;  ///< --steps: stop after this many steps in total (0 = no limit)
   /// --optimizer sgd|adam (default: sgd with momentum 0.9 for the MLP, adam for the LSTM)
   OptimizerKind optimizer = OptimizerKind::Sgd;
@@ -35,10 +36,19 @@ struct Options {
   Compression compression = Compression::None;  ///< --compression none|fp16|bf16
   int threads = 1;                              ///< --threads: torch intra-op threads per rank
   std::int64_t log_every = 50;                  ///< --log-every N steps
-  std::int64_t hidden = 1024;  ///< --hidden: MLP width / LSTM state (default 1024 / 256)
-  int layers = 3;              ///< --layers: MLP hidden layers
-  bool eval = true;            ///< --no-eval skips the final test evaluation
-  bool help = false;           ///< -h / --help
+  /// --hidden: MLP width / LSTM state / GPT width (default 1024 / 256 / 64)
+  std::int64_t hidden = 1024;
+  int layers = 3;  ///< --layers: MLP hidden layers / GPT blocks (default 3 / 2)
+  // GPT only (--model gpt):
+  int tp = 1;                       ///< --tp: tensor-parallel degree; dp = world / tp
+  bool sequence_parallel = false;   ///< --sequence-parallel (needs --model gpt)
+  std::int64_t heads = 4;           ///< --heads: attention heads
+  std::int64_t seq_len = 64;        ///< --seq-len: tokens per sample
+  std::string corpus;               ///< --corpus DIR of fortune files (default kFortunesDir)
+  std::int64_t eval_every = 50;     ///< --eval-every N: validation loss every N steps (0 = end)
+  std::int64_t eval_windows = 256;  ///< --eval-windows W: validation samples used (0 = all)
+  bool eval = true;                 ///< --no-eval skips the final test evaluation
+  bool help = false;                ///< -h / --help
 };
 
 inline constexpr double kMinBucketCapMb = 0.001;  ///< 1 KiB-ish: about a bucket per tensor

@@ -1,5 +1,5 @@
 // The two training tasks of chorus-train: a model, its data and how a batch is built.
-// Includes torch: only tasks.cpp and trainer.cpp include this header.
+// Includes torch: only the files that include torch (tasks, trainer, gpt_*) include it.
 #pragma once
 
 #include "options.hpp"

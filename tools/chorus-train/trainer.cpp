@@ -2,6 +2,8 @@
 // checkpoints, the final distributed evaluation.
 #include "trainer.hpp"
 
+#include "gpt_trainer.hpp"
+#include "run_state.hpp"
 #include "tasks.hpp"
 
 #include <chorus/error.hpp>
@@ -11,7 +13,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <numeric>
@@ -24,18 +25,6 @@ constexpr std::size_t kWarmupSteps = 5;  ///< left out of the summary's step-tim
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-train::DdpOptions ddp_options(const Options& options) {
-  train::DdpOptions ddp;
-  ddp.bucket_cap_bytes = static_cast<std::size_t>(options.bucket_cap_mb * 1024 * 1024);
-  ddp.first_bucket_bytes = std::min(ddp.first_bucket_bytes, ddp.bucket_cap_bytes);
-  ddp.compression = options.compression == Compression::Fp16   ? train::GradCompression::Fp16
-                    : options.compression == Compression::Bf16 ? train::GradCompression::Bf16
-                                                               : train::GradCompression::None;
-  ddp.shared_buckets = options.shared_buckets;
-  ddp.overlap_backward = options.overlap;
-  return ddp;
 }
 
 /// Loss and time since the last progress line; step times of the whole run.
@@ -63,8 +52,8 @@ class Trainer {
     restore();
     // Without synchronisation the replicas start equal from the same seed (or checkpoint).
     if (!options_.no_sync) {
-      ddp_ = std::make_unique<train::DistributedDataParallel>(task_->module(), comm_,
-                                                              ddp_options(options_));
+      ddp_ = std::make_unique<train::DistributedDataParallel>(
+          task_->module(), comm_, sync_options<train::DdpOptions>(options_));
     }
   }
 
@@ -219,23 +208,14 @@ class Trainer {
   /// everything that decides which samples each step takes.
   train::RunConfig run_config() const {
     train::RunConfig config = task_->config();
-    std::array<char, 32> lr{};
-    const auto lr_end = std::to_chars(lr.data(), lr.data() + lr.size(), options_.lr).ptr;
-    config["--optimizer"] = optimizer_name(options_.optimizer);
-    config["--lr"] = std::string(lr.data(), lr_end);
-    config["--batch"] = std::to_string(options_.batch);
-    config["--seed"] = std::to_string(options_.seed);
+    config.merge(common_run_config(options_));
     config["world size"] = std::to_string(comm_.size());
     return config;
   }
 
   void save() {
-    train::TrainingState state;
-    state.step = step_;
-    state.epoch = static_cast<std::int64_t>(sampler_.epoch());
-    state.extra["sampler_position"] = static_cast<std::int64_t>(sampler_.state().position);
-    state.config = run_config();
-    train::save_checkpoint(options_.checkpoint, *task_->module(), *optimizer_, state, comm_);
+    train::save_checkpoint(options_.checkpoint, *task_->module(), *optimizer_,
+                           run_state(step_, sampler_, run_config()), comm_);
   }
 
   /// With --resume: the checkpoint's state when there is one that fits this run (refused with
@@ -244,23 +224,10 @@ class Trainer {
     if (!options_.resume) return;
     const auto state = train::resume_checkpoint(options_.checkpoint, *task_->module(), *optimizer_,
                                                 run_config(), comm_);
-    if (!state) {
-      say("no checkpoint at " + options_.checkpoint + ": starting from scratch");
-      return;
-    }
-    step_ = state->step;
-    const auto position = state->extra.find("sampler_position");
-    require_argument(position != state->extra.end(),
-                     "checkpoint " + options_.checkpoint + " has no sampler position");
-    sampler_.load_state(train::SamplerState{static_cast<std::uint64_t>(state->epoch),
-                                            static_cast<std::uint64_t>(position->second)});
-    say("resumed from " + options_.checkpoint + " at step " + std::to_string(step_));
+    step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
   }
 
-  void say(const std::string& line) const {
-    if (comm_.rank() == 0) std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  }
+  void say(const std::string& line) const { train_tool::say(comm_, line); }
 
   const Options& options_;
   Communicator& comm_;
@@ -280,6 +247,10 @@ void run_training(const Options& options, Communicator& comm) {
     if (!options.checkpoint.empty()) train::check_checkpoint_path(options.checkpoint, comm);
     torch::set_num_threads(options.threads);
     torch::manual_seed(options.seed);
+    if (options.model == ModelKind::Gpt) {
+      run_gpt_training(options, comm);
+      return;
+    }
     Trainer trainer(options, comm);
     trainer.train();
     if (options.eval) trainer.evaluate();

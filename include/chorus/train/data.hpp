@@ -1,5 +1,6 @@
-// Chorus training data: a distributed sampler, readers for Fashion-MNIST (gzip'd IDX) and
-// for a character-level text corpus, and distributed evaluation with exact metrics.
+// Chorus training data: a distributed sampler, readers for Fashion-MNIST (gzip'd IDX), for a
+// character-level text corpus and for a byte-level corpus of fortunes, and distributed
+// evaluation with exact metrics.
 //
 // This header does not include torch: the readers return plain byte arrays, which a
 // training program turns into tensors with torch::from_blob (see tools/chorus-train).
@@ -127,6 +128,26 @@ std::vector<std::string> default_corpus_files();
 /// Reads `files` and splits each deterministically: its first (1 - test_fraction) bytes
 /// go to train, the rest to test (so both halves contain every licence's style).
 TextCorpus load_text_corpus(const std::vector<std::string>& files, double test_fraction);
+
+/// A byte-level corpus of documents: token id = byte value (vocabulary 256).
+struct ByteCorpus {
+  std::vector<std::uint8_t> train;
+  std::vector<std::uint8_t> validation;
+  std::size_t train_documents = 0;
+  std::size_t validation_documents = 0;
+};
+
+/// Where Debian's fortunes package installs its English fortune files.
+inline constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
+
+/// Reads the fortune files of `dir`: every regular file whose name has no extension (the
+/// .dat indexes and the .u8 links are skipped), in name order. A file is a list of fortunes,
+/// each ended by a line "%". Fortune k of the whole sequence (counting from 0, over the files
+/// in name order) goes to validation when k % validation_every == validation_every - 1, to
+/// train otherwise; each split is the concatenation of its fortunes, each followed by "%\n".
+/// SystemError "no fortune files in DIR (...)" naming the package when `dir` holds none;
+/// InvalidArgument when validation_every < 2.
+ByteCorpus load_fortunes(const std::string& dir, std::size_t validation_every = 10);
 
 // ---------------------------------------------------------------------------------------
 // Distributed evaluation

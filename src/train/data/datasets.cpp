@@ -1,4 +1,4 @@
-// Readers for gzip'd IDX files (Fashion-MNIST) and the licence-text corpus.
+// Readers for gzip'd IDX files (Fashion-MNIST), the licence-text corpus and the fortunes.
 #include <chorus/train/data.hpp>
 
 #include <chorus/error.hpp>
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -126,6 +127,72 @@ TextCorpus load_text_corpus(const std::vector<std::string>& files, double test_f
   }
   for (unsigned char c : train_text) corpus.train.push_back(id[c]);
   for (unsigned char c : test_text) corpus.test.push_back(id[c]);
+  return corpus;
+}
+
+}  // namespace chorus::train
+
+namespace chorus::train {
+namespace {
+
+/// The fortune files of `dir` in name order (empty when there is no such directory).
+std::vector<std::string> fortune_files(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (!entry.is_regular_file(error) || entry.is_symlink(error)) continue;
+    if (entry.path().has_extension()) continue;
+    files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// The fortunes of one file's text: the texts between lines "%", empty ones left out.
+std::vector<std::string> split_fortunes(const std::string& text) {
+  std::vector<std::string> fortunes;
+  std::string current;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find('\n', begin);
+    end = end == std::string::npos ? text.size() : end + 1;
+    const std::string line = text.substr(begin, end - begin);
+    if (line == "%\n" || line == "%") {
+      if (!current.empty()) fortunes.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += line;
+    }
+    begin = end;
+  }
+  if (!current.empty()) fortunes.push_back(std::move(current));
+  return fortunes;
+}
+
+}  // namespace
+
+ByteCorpus load_fortunes(const std::string& dir, std::size_t validation_every) {
+  require_argument(validation_every >= 2, "load_fortunes: validation_every " +
+                                              std::to_string(validation_every) +
+                                              " must be at least 2");
+  const std::vector<std::string> files = fortune_files(dir);
+  if (files.empty()) {
+    throw Error(Status::SystemError, "no fortune files in " + dir +
+                                         " (Debian's fortunes package installs them in " +
+                                         kFortunesDir + ": apt-get install fortunes)");
+  }
+  ByteCorpus corpus;
+  std::size_t k = 0;
+  for (const std::string& path : files) {
+    for (const std::string& fortune : split_fortunes(read_whole_file(path))) {
+      const bool validation = k++ % validation_every == validation_every - 1;
+      auto& out = validation ? corpus.validation : corpus.train;
+      out.insert(out.end(), fortune.begin(), fortune.end());
+      out.push_back('%');
+      out.push_back('\n');
+      (validation ? corpus.validation_documents : corpus.train_documents) += 1;
+    }
+  }
   return corpus;
 }
 

@@ -113,5 +113,33 @@ TEST(LoadTextCorpus, SplitsEachFileDeterministically) {
   EXPECT_THROW(load_text_corpus({a}, 0.2), Error);
 }
 
+TEST(LoadFortunes, SplitsEveryThirdFortuneToValidation) {
+  const auto dir = temp_path("fortunes");
+  fs::create_directories(dir);
+  write_plain(dir / "b", "b0\n%\nb1\nline two\n%\n");
+  write_plain(dir / "a", "a0\n%\na1\n%\n%\na2\n");  // an empty fortune is left out
+  write_plain(dir / "a.dat", "index");              // skipped: has an extension
+  fs::create_symlink(dir / "a", dir / "a.u8");      // skipped: a link
+  const ByteCorpus corpus = load_fortunes(dir, 3);
+  // In name order a0 a1 a2 b0 b1: fortunes 2 (a2) and 5 (none) go to validation.
+  const auto text = [](const std::vector<std::uint8_t>& bytes) {
+    return std::string(bytes.begin(), bytes.end());
+  };
+  EXPECT_EQ(text(corpus.train), "a0\n%\na1\n%\nb0\n%\nb1\nline two\n%\n");
+  EXPECT_EQ(text(corpus.validation), "a2\n%\n");
+  EXPECT_EQ(corpus.train_documents, 4u);
+  EXPECT_EQ(corpus.validation_documents, 1u);
+  EXPECT_THROW(load_fortunes(dir, 1), Error);
+  fs::remove_all(dir);
+  try {
+    load_fortunes(dir);
+    FAIL() << "a missing corpus was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no fortune files in " + dir.string()), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("apt-get install fortunes"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace chorus::train

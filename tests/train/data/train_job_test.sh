@@ -17,30 +17,13 @@ mode="$3"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# Prints "step loss" for every progress line of a log.
-losses() { awk '$1 == "epoch" { print $4, $6 }' "$1"; }
-
-# refused NAME EXPECTED COMMAND...: COMMAND fails, its stderr contains EXPECTED (one line, no
-# backtrace) and it printed no progress line (it refused before the first step).
-refused() {
-  local name="$1" expected="$2"
-  shift 2
-  if "$@" >"$work/$name.out" 2>"$work/$name.err"; then fail "$name: accepted: $*"; fi
-  cat "$work/$name.out" "$work/$name.err"
-  grep -qF -- "$expected" "$work/$name.err" || fail "$name: expected the error '$expected'"
-  if grep -q "^epoch " "$work/$name.out"; then fail "$name: trained before refusing"; fi
-  if grep -q "frame #" "$work/$name.err"; then fail "$name: printed a backtrace"; fi
-}
+# shellcheck source=job_helpers.sh
+source "$(dirname "$0")/job_helpers.sh"
 
 check_run() {  # log: exit status already checked; loss fell, replicas equal, metrics printed
   local log="$1"
   cat "$log"
-  local first last
-  first="$(losses "$log" | head -1 | cut -d' ' -f2)"
-  last="$(losses "$log" | tail -1 | cut -d' ' -f2)"
-  [ -n "$first" ] && [ -n "$last" ] || fail "no progress lines"
-  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "loss did not fall: $first -> $last"
+  loss_fell "$log"
   grep -q "replicas equal: yes" "$log" || fail "replicas differ or were not checked"
   grep -q "^test: " "$log" || fail "no test metrics"
 }

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Black-box tests of chorus-train --model gpt under chorusrun (registered by CMakeLists.txt):
+#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN tp|dp|sp|tpdp|resume|refused
+# tp / dp: 2 ranks at tp 2 (dp 1) / at tp 1 x dp 2 train a few steps: the loss falls, the
+# periodic validation loss and the final perplexity are printed. sp: tp 2 with and without
+# --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
+# tpdp: 4 ranks at tp 2 (with SP) x dp 2 give the losses of 2 ranks at tp 1 x dp 2 (the same
+# samples per replica): the dp reducer and the tp partial gradients together are right.
+# resume: a run saved at tp 2 after 6 steps and resumed at tp 1 prints the per-step losses of
+# an uninterrupted tp 2 run (relative 1e-4: another tp degree sums in another order).
+# refused: world 3 with --tp 2, a missing corpus, --tp without --model gpt, and resuming with
+# another --hidden or --batch fail before step 1 with their sentence.
+set -euo pipefail
+run="$1"
+train="$2"
+mode="$3"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# shellcheck source=job_helpers.sh
+source "$(dirname "$0")/job_helpers.sh"
+small=(--model gpt --layers 2 --hidden 32 --heads 4 --seq-len 32 --batch 8 --log-every 1
+  --eval-windows 32)
+
+# same_losses A B TOLERANCE: the logs have the same steps, their losses within TOLERANCE
+# (relative).
+same_losses() {
+  [ "$(losses "$1" | wc -l)" -eq "$(losses "$2" | wc -l)" ] || fail "different step counts"
+  paste <(losses "$1") <(losses "$2") | awk -v tol="$3" '
+    { d = $2 - $4; if (d < 0) d = -d }
+    $1 != $3 || d > tol * $2 { print "step " $1 ": " $2 " vs " $4; bad = 1 }
+    END { exit bad }' || fail "losses differ beyond $3"
+}
+
+check_run() {  # log: loss fell, validation and final perplexity printed
+  local log="$1"
+  cat "$log"
+  loss_fell "$log"
+  grep -q "tokens/s" "$log" || fail "no tokens/s"
+  grep -q "^validation step 10: loss .* perplexity" "$log" || fail "no periodic validation loss"
+  grep -q "^final validation: loss .* perplexity" "$log" || fail "no final perplexity"
+}
+
+case "$mode" in
+  tp | dp)
+    degree=2
+    [ "$mode" = dp ] && degree=1
+    "$run" -n 2 --timeout 100 "$train" "${small[@]}" --tp "$degree" --steps 20 --eval-every 10 \
+      >"$work/log" || fail "chorusrun -n 2 chorus-train --tp $degree exited with $?"
+    check_run "$work/log"
+    layout="tp $degree x dp $((2 / degree))"
+    grep -q "$layout" "$work/log" || fail "not $layout"
+    ;;
+  sp)
+    for flag in "" --sequence-parallel; do
+      "$run" -n 2 --timeout 100 "$train" "${small[@]}" --tp 2 --steps 8 --no-eval \
+        --eval-every 0 $flag >"$work/log$flag" || fail "tp 2 $flag exited with $?"
+      cat "$work/log$flag"
+    done
+    grep -q "(sequence parallel)" "$work/log--sequence-parallel" || fail "not sequence parallel"
+    same_losses "$work/log" "$work/log--sequence-parallel" 1e-5
+    ;;
+  tpdp)
+    common=("${small[@]}" --steps 6 --no-eval --eval-every 0)
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --tp 2 --sequence-parallel \
+      >"$work/tp2dp2" || fail "tp 2 x dp 2 exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --tp 1 >"$work/tp1dp2" ||
+      fail "tp 1 x dp 2 exited with $?"
+    cat "$work/tp2dp2" "$work/tp1dp2"
+    grep -q "tp 2 (sequence parallel) x dp 2" "$work/tp2dp2" || fail "not tp 2 x dp 2"
+    same_losses "$work/tp2dp2" "$work/tp1dp2" 1e-5
+    ;;
+  resume)
+    common=("${small[@]}" --no-eval --eval-every 0)
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --tp 2 --steps 12 >"$work/full" ||
+      fail "uninterrupted run exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --tp 2 --steps 6 \
+      --checkpoint "$work/ck" >"$work/first" || fail "first half exited with $?"
+    "$train" "${common[@]}" --tp 1 --steps 12 --checkpoint "$work/ck" --resume \
+      >"$work/second" || fail "resumed run at tp 1 exited with $?"
+    cat "$work/full" "$work/second"
+    grep -q "resumed from .* at step 6" "$work/second" || fail "the second run did not resume"
+    grep -q "tp 1 x dp 1" "$work/second" || fail "the second run is not at tp 1"
+    awk '$1 != "epoch" || $4 > 6' "$work/full" >"$work/full_after_6"
+    same_losses "$work/full_after_6" "$work/second" 1e-4
+    ;;
+  refused)
+    refused world3 "--tp 2 does not divide the world of 3 ranks" \
+      "$run" -n 3 --timeout 60 "$train" --model gpt --tp 2 --steps 2
+    refused corpus "no fortune files in $work/none" \
+      "$train" --model gpt --steps 2 --corpus "$work/none"
+    refused mlp_tp "--tp '2' is not valid: needs --model gpt" "$train" --model mlp --tp 2
+    "$train" "${small[@]}" --steps 1 --no-eval --checkpoint "$work/ck" >"$work/saved" ||
+      fail "saving run exited with $?"
+    refused hidden "was made with model hidden 32, this run has model hidden 64" \
+      "$train" "${small[@]}" --hidden 64 --steps 2 --checkpoint "$work/ck" --resume
+    refused batch "--batch 8, this run has --batch 4" \
+      "$train" "${small[@]}" --batch 4 --steps 2 --checkpoint "$work/ck" --resume
+    ;;
+  *) fail "unknown mode $mode" ;;
+esac
+echo PASS

@@ -1,0 +1,27 @@
+# Helpers of the chorus-train job tests (sourced by train_job_test.sh and gpt_job_test.sh,
+# which set $work to their scratch directory).
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# Prints "step loss" for every progress line of a log.
+losses() { awk '$1 == "epoch" { print $4, $6 }' "$1"; }
+
+# loss_fell LOG: the log has progress lines and its last loss is below its first.
+loss_fell() {
+  local first last
+  first="$(losses "$1" | head -1 | cut -d' ' -f2)"
+  last="$(losses "$1" | tail -1 | cut -d' ' -f2)"
+  [ -n "$first" ] && [ -n "$last" ] || fail "no progress lines"
+  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "loss did not fall: $first -> $last"
+}
+
+# refused NAME EXPECTED COMMAND...: COMMAND fails, its stderr contains EXPECTED (one line, no
+# backtrace) and it printed no progress line (it refused before the first step).
+refused() {
+  local name="$1" expected="$2"
+  shift 2
+  if "$@" >"$work/$name.out" 2>"$work/$name.err"; then fail "$name: accepted: $*"; fi
+  cat "$work/$name.out" "$work/$name.err"
+  grep -qF -- "$expected" "$work/$name.err" || fail "$name: expected the error '$expected'"
+  if grep -q "^epoch " "$work/$name.out"; then fail "$name: trained before refusing"; fi
+  if grep -q "frame #" "$work/$name.err"; then fail "$name: printed a backtrace"; fi
+}

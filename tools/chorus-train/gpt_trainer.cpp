@@ -1,0 +1,268 @@
+// The GPT run of chorus-train: the model split over the mesh's tp group, its gradients
+// averaged over the dp group by the gradient reducer, samples of --seq-len + 1 bytes of the
+// fortunes corpus (see gpt_trainer.hpp and docs/training.md).
+#include "gpt_trainer.hpp"
+
+#include "gpt_state.hpp"
+#include "run_state.hpp"
+#include "tasks.hpp"
+
+#include <chorus/error.hpp>
+#include <chorus/train/data.hpp>
+#include <chorus/train/gpt.hpp>
+#include <chorus/train/mesh.hpp>
+#include <chorus/train/reducer.hpp>
+
+#include <torch/torch.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace chorus::train_tool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kClipNorm = 1.0;          ///< global gradient norm clipping
+constexpr std::size_t kEvalChunk = 32;     ///< validation samples per forward pass
+constexpr std::int64_t kVocabulary = 256;  ///< byte-level tokens
+
+/// The mesh of a pure tp × dp run, after refusing a --tp that does not divide the world.
+train::Mesh make_mesh(const Options& options, const Communicator& comm) {
+  require_argument(comm.size() % options.tp == 0,
+                   "--tp " + std::to_string(options.tp) + " does not divide the world of " +
+                       std::to_string(comm.size()) +
+                       " ranks (the data-parallel degree is world / tp)");
+  train::MeshOptions mesh;
+  mesh.degrees.tp = options.tp;
+  mesh.degrees.dp = comm.size() / options.tp;
+  return train::Mesh(comm, mesh);
+}
+
+train::GptConfig gpt_config(const Options& options) {
+  train::GptConfig c;
+  c.layers = options.layers;
+  c.hidden = options.hidden;
+  c.heads = options.heads;
+  c.vocab = kVocabulary;
+  c.sequence = options.seq_len;
+  c.sequence_parallel = options.sequence_parallel;
+  c.seed = options.seed;
+  return c;
+}
+
+/// A split of the corpus as samples: sample i is bytes [i·s, i·s + s + 1) (inputs and the
+/// targets shifted by one), non-overlapping.
+struct TokenSplit {
+  torch::Tensor bytes;  ///< int64
+  std::int64_t seq_len = 0;
+
+  TokenSplit(const std::vector<std::uint8_t>& data, std::int64_t s) : seq_len(s) {
+    bytes = torch::from_blob(const_cast<std::uint8_t*>(data.data()),
+                             {static_cast<std::int64_t>(data.size())}, torch::kUInt8)
+                .to(torch::kInt64);
+  }
+  std::size_t samples() const {
+    return bytes.size(0) < 1 ? 0 : static_cast<std::size_t>((bytes.size(0) - 1) / seq_len);
+  }
+  /// Tokens and targets [s, b] of the samples `indices`.
+  std::pair<torch::Tensor, torch::Tensor> batch(const std::vector<std::size_t>& indices) const {
+    std::vector<torch::Tensor> rows;
+    for (std::size_t i : indices) {
+      rows.push_back(bytes.narrow(0, static_cast<std::int64_t>(i) * seq_len, seq_len + 1));
+    }
+    const torch::Tensor windows = torch::stack(rows).t();  // [s + 1, b]
+    return {windows.narrow(0, 0, seq_len).contiguous(), windows.narrow(0, 1, seq_len).contiguous()};
+  }
+};
+
+class GptTrainer {
+ public:
+  GptTrainer(const Options& options, Communicator& comm)
+      : options_(options),
+        comm_(comm),
+        corpus_(
+            train::load_fortunes(options.corpus.empty() ? train::kFortunesDir : options.corpus)),
+        train_(corpus_.train, options.seq_len),
+        validation_(corpus_.validation, options.seq_len),
+        mesh_(make_mesh(options, comm)),
+        model_(gpt_config(options), mesh_.tp()),
+        optimizer_(make_optimizer(options, model_.parameters())),
+        sampler_(train_.samples(), mesh_.coordinates().dp, mesh_.layout().dp, options.seed) {
+    require_argument(
+        train_.samples() > 0 && validation_.samples() > 0,
+        "the corpus has too few bytes for --seq-len " + std::to_string(options.seq_len));
+    restore();
+    reducer_ = std::make_unique<train::GradientReducer>(
+        model_.parameters(), mesh_.dp(), sync_options<train::ReducerOptions>(options_));
+  }
+
+  void train() {
+    say(describe());
+    while (next_epoch_if_done()) {
+      if (options_.steps > 0 && step_ >= options_.steps) break;
+      train_step(sampler_.next_batch(static_cast<std::size_t>(options_.batch)));
+      if (step_ % options_.log_every == 0) log_progress();
+      if (options_.eval_every > 0 && step_ % options_.eval_every == 0) report("validation", step_);
+      if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) save();
+    }
+    if (steps_ > 0) log_progress();
+    if (!options_.checkpoint.empty()) save();
+  }
+
+  /// The final line: validation loss and perplexity over the --eval-windows samples.
+  void evaluate() { report("final validation", -1); }
+
+ private:
+  std::string describe() const {
+    const auto& c = model_.config();
+    return "model: gpt layers " + std::to_string(c.layers) + " hidden " + std::to_string(c.hidden) +
+           " heads " + std::to_string(c.heads) + " seq-len " + std::to_string(c.sequence) +
+           " vocab 256; tp " + std::to_string(mesh_.layout().tp) +
+           (c.sequence_parallel ? " (sequence parallel)" : "") + " x dp " +
+           std::to_string(mesh_.layout().dp) + " x batch " + std::to_string(options_.batch) +
+           "; corpus " + std::to_string(corpus_.train.size()) + " train bytes (" +
+           std::to_string(corpus_.train_documents) + " fortunes), " +
+           std::to_string(corpus_.validation.size()) + " validation bytes (" +
+           std::to_string(corpus_.validation_documents) + ")";
+  }
+
+  bool next_epoch_if_done() {
+    if (!sampler_.epoch_done()) return true;
+    if (sampler_.epoch() + 1 >= static_cast<std::uint64_t>(options_.epochs)) return false;
+    sampler_.set_epoch(sampler_.epoch() + 1);
+    return true;
+  }
+
+  void train_step(const std::vector<std::size_t>& indices) {
+    const auto [tokens, targets] = train_.batch(indices);
+    optimizer_->zero_grad();
+    reducer_->begin_step();
+    const torch::Tensor loss = model_.loss(tokens, targets);
+    loss.backward();
+    reducer_->finish_step();
+    // The dp average and the tp sum of sequence-parallel partial gradients commute.
+    train::all_reduce_partial_gradients(model_.partial_gradient_parameters(), mesh_.tp());
+    train::clip_grad_norm(norm_pieces(), {mesh_.tp(), mesh_.dp()}, kClipNorm);
+    optimizer_->step();
+    loss_sum_ += loss.item<double>();
+    steps_ += 1;
+    if (mesh_.coordinates().tp == 0) tokens_ += tokens.numel();
+    ++step_;
+  }
+
+  /// Every parameter's gradient as it lies over {tp, dp}: tp shards or replicated over tp;
+  /// replicated over dp once reduced.
+  std::vector<train::NormPiece> norm_pieces() const {
+    std::vector<train::NormPiece> pieces;
+    for (const train::GptParameter& p : model_.named_parameters()) {
+      const auto over_tp =
+          p.shard_dim >= 0 ? train::GradPlacement::Sharded : train::GradPlacement::Replicated;
+      pieces.push_back({p.tensor.grad(), {over_tp, train::GradPlacement::Replicated}});
+    }
+    return pieces;
+  }
+
+  /// "epoch E step S loss L tokens/s T": the mean loss of the steps since the last line over
+  /// every replica, and the global tokens per second.
+  void log_progress() {
+    std::array<double, 3> sums = {loss_sum_, static_cast<double>(steps_),
+                                  static_cast<double>(tokens_)};
+    comm_.all_reduce(sums.data(), sums.data(), sums.size(), DataType::Float64, ReduceOp::Sum);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - interval_start_).count();
+    char line[200];
+    std::snprintf(line, sizeof line, "epoch %llu step %lld loss %.9g tokens/s %.1f",
+                  static_cast<unsigned long long>(sampler_.epoch()), static_cast<long long>(step_),
+                  sums[0] / sums[1], sums[2] / elapsed);
+    say(line);
+    loss_sum_ = 0;
+    steps_ = 0;
+    tokens_ = 0;
+    interval_start_ = Clock::now();
+  }
+
+  /// Collective: the mean token loss over the validation samples --eval-windows picks
+  /// (evenly spaced; all when 0), each replica evaluating a contiguous share of them.
+  train::EvalResult validate() {
+    torch::NoGradGuard no_grad;
+    const std::size_t n = validation_.samples();
+    const auto wanted = static_cast<std::size_t>(options_.eval_windows);
+    const std::size_t count = wanted == 0 ? n : std::min(wanted, n);
+    const auto [first, last] = train::eval_shard(count, mesh_.coordinates().dp, mesh_.layout().dp);
+    train::EvalSums sums;
+    for (std::size_t begin = first; begin < last; begin += kEvalChunk) {
+      std::vector<std::size_t> indices;
+      for (std::size_t j = begin; j < std::min(last, begin + kEvalChunk); ++j) {
+        indices.push_back(j * n / count);
+      }
+      const auto [tokens, targets] = validation_.batch(indices);
+      const double mean = model_.loss(tokens, targets).item<double>();
+      if (mesh_.coordinates().tp != 0) continue;  // one copy of each replica's sums
+      sums.loss_sum += mean * static_cast<double>(tokens.numel());
+      sums.count += tokens.numel();
+    }
+    return train::all_reduce_eval(comm_, sums);
+  }
+
+  /// Prints "validation step S: loss L perplexity P (N tokens)" (the final one without step).
+  void report(const char* what, std::int64_t step) {
+    const train::EvalResult r = validate();
+    char line[200];
+    const std::string at = step < 0 ? "" : " step " + std::to_string(step);
+    std::snprintf(line, sizeof line, "%s%s: loss %.6f perplexity %.3f (%lld tokens)", what,
+                  at.c_str(), r.mean_loss, r.perplexity, static_cast<long long>(r.count));
+    say(line);
+  }
+
+  /// What a resume must match besides the model (which the checkpoint checks itself): the
+  /// optimizer and everything that decides which samples each step takes. The tp degree is
+  /// not recorded: a checkpoint loads at any.
+  train::RunConfig run_config() const {
+    train::RunConfig config = common_run_config(options_);
+    config["--model"] = "gpt";
+    config["dp"] = std::to_string(mesh_.layout().dp);
+    config["training set"] = "fortunes, " + std::to_string(corpus_.train.size()) + " bytes";
+    return config;
+  }
+
+  void save() {
+    save_gpt_run(options_.checkpoint, model_, *optimizer_, options_.optimizer,
+                 run_state(step_, sampler_, run_config()), comm_);
+  }
+
+  void restore() {
+    if (!options_.resume) return;
+    const auto state =
+        load_gpt_run(options_.checkpoint, model_, *optimizer_, options_.optimizer, run_config());
+    step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
+  }
+
+  void say(const std::string& line) const { train_tool::say(comm_, line); }
+
+  const Options& options_;
+  Communicator& comm_;
+  train::ByteCorpus corpus_;
+  TokenSplit train_;
+  TokenSplit validation_;
+  train::Mesh mesh_;
+  train::GptModel model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  train::DistributedSampler sampler_;
+  std::unique_ptr<train::GradientReducer> reducer_;
+  std::int64_t step_ = 0;
+  double loss_sum_ = 0;
+  std::int64_t steps_ = 0;
+  std::int64_t tokens_ = 0;
+  Clock::time_point interval_start_ = Clock::now();
+};
+
+}  // namespace
+
+void run_gpt_training(const Options& options, Communicator& comm) {
+  GptTrainer trainer(options, comm);
+  trainer.train();
+  if (options.eval) trainer.evaluate();
+}
+
+}  // namespace chorus::train_tool

@@ -1,0 +1,64 @@
+// Shared parts of chorus-train's training loops; see run_state.hpp.
+#include "run_state.hpp"
+
+#include <chorus/error.hpp>
+
+#include <array>
+#include <charconv>
+#include <cstdio>
+
+namespace chorus::train_tool {
+
+void say(const Communicator& comm, const std::string& line) {
+  if (comm.rank() == 0) std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+train::RunConfig common_run_config(const Options& options) {
+  std::array<char, 32> lr{};
+  const auto lr_end = std::to_chars(lr.data(), lr.data() + lr.size(), options.lr).ptr;
+  return {{"--optimizer", optimizer_name(options.optimizer)},
+          {"--lr", std::string(lr.data(), lr_end)},
+          {"--batch", std::to_string(options.batch)},
+          {"--seed", std::to_string(options.seed)}};
+}
+
+train::GradCompression grad_compression(Compression compression) {
+  switch (compression) {
+    case Compression::Fp16:
+      return train::GradCompression::Fp16;
+    case Compression::Bf16:
+      return train::GradCompression::Bf16;
+    case Compression::None:
+      break;
+  }
+  return train::GradCompression::None;
+}
+
+train::TrainingState run_state(std::int64_t step, const train::DistributedSampler& sampler,
+                               train::RunConfig config) {
+  train::TrainingState state;
+  state.step = step;
+  state.epoch = static_cast<std::int64_t>(sampler.epoch());
+  state.extra["sampler_position"] = static_cast<std::int64_t>(sampler.state().position);
+  state.config = std::move(config);
+  return state;
+}
+
+std::int64_t resume_position(const std::optional<train::TrainingState>& state,
+                             const std::string& path, train::DistributedSampler& sampler,
+                             const Communicator& comm) {
+  if (!state) {
+    say(comm, "no checkpoint at " + path + ": starting from scratch");
+    return 0;
+  }
+  const auto position = state->extra.find("sampler_position");
+  require_argument(position != state->extra.end(),
+                   "checkpoint " + path + " has no sampler position");
+  sampler.load_state(train::SamplerState{static_cast<std::uint64_t>(state->epoch),
+                                         static_cast<std::uint64_t>(position->second)});
+  say(comm, "resumed from " + path + " at step " + std::to_string(state->step));
+  return state->step;
+}
+
+}  // namespace chorus::train_tool

@@ -1,0 +1,55 @@
+// What the training loops of chorus-train (trainer.cpp, gpt_trainer.cpp) share: rank 0's
+// output, the run's recorded settings and the checkpointed position of its sampler. No torch.
+#pragma once
+
+#include "options.hpp"
+
+#include <chorus/communicator.hpp>
+#include <chorus/train/buckets.hpp>
+#include <chorus/train/checkpoint.hpp>
+#include <chorus/train/data.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace chorus::train_tool {
+
+/// Prints `line` on rank 0 of `comm` (flushed at once on every rank).
+void say(const Communicator& comm, const std::string& line);
+
+/// The settings every run records: "--optimizer", "--lr" (shortest exact text), "--batch",
+/// "--seed".
+train::RunConfig common_run_config(const Options& options);
+
+/// --compression as the gradient reducer's type.
+train::GradCompression grad_compression(Compression compression);
+
+/// The bucket options (--bucket-cap-mb, --compression, --no-shared-buckets, --no-overlap) as
+/// DdpOptions or ReducerOptions, which name them alike; the first bucket is capped by the cap.
+template <class SyncOptions>
+SyncOptions sync_options(const Options& options) {
+  SyncOptions sync;
+  sync.bucket_cap_bytes = static_cast<std::size_t>(options.bucket_cap_mb * 1024 * 1024);
+  sync.first_bucket_bytes = std::min(sync.first_bucket_bytes, sync.bucket_cap_bytes);
+  sync.compression = grad_compression(options.compression);
+  sync.shared_buckets = options.shared_buckets;
+  sync.overlap_backward = options.overlap;
+  return sync;
+}
+
+/// A checkpoint's state at `step`: the sampler's epoch and position (extra
+/// "sampler_position") and `config`.
+train::TrainingState run_state(std::int64_t step, const train::DistributedSampler& sampler,
+                               train::RunConfig config);
+
+/// After a resume attempt on `path`: says "no checkpoint at PATH: starting from scratch" and
+/// returns 0 when there was none; otherwise restores the sampler's position, says "resumed
+/// from PATH at step S" and returns S. InvalidArgument when the state has no sampler position.
+std::int64_t resume_position(const std::optional<train::TrainingState>& state,
+                             const std::string& path, train::DistributedSampler& sampler,
+                             const Communicator& comm);
+
+}  // namespace chorus::train_tool
