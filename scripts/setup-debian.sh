@@ -12,7 +12,10 @@ packages=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev
   # a fast BLAS (torch falls back to the slow reference BLAS without it), pytest, the data
   libtorch-dev python3-torch pybind11-dev libopenblas0 python3-pytest dataset-fashion-mnist zlib1g-dev
   # the libFuzzer harnesses (scripts/fuzz.sh): clang and its fuzzer/sanitizer runtimes
-  clang-14 libclang-rt-14-dev)
+  clang-14 libclang-rt-14-dev
+  # hosts simulated in network namespaces (scripts/hosts.sh, tests labelled multihost): ip,
+  # tc, ss; unshare and mount (util-linux, mount) are part of every Debian system
+  iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
