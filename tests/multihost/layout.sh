@@ -9,29 +9,15 @@
 set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: layout.sh HOSTS RANKS CHORUSRUN CHORUS_PERF" >&2; exit 2; }
 hosts=$1 ranks=$2 chorusrun=$3 perf=$4
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-logs="$(mktemp -d /tmp/chorus-layout.XXXXXX)"
-trap 'rm -rf "$logs"' EXIT
+test_name="layout ${hosts}x${ranks}"
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "$0")/common.sh"
 
 sweep=(-t all -d all -o all -b 7 -e 200000 -f 13 -n 1 -w 0 -c 1 -z)
 job=("$perf" "${sweep[@]}" -r 0)
 for ((r = 1; r < hosts * ranks; ++r)); do job+=(--then "$perf" "${sweep[@]}" -r "$r"); done
-
-"$root/scripts/hosts.sh" --hosts "$hosts" --ranks-per-host "$ranks" --rate 2gbit \
-  --timeout 45 --chorusrun "$chorusrun" --logs "$logs" --quiet \
-  --during "$here/links.sh" -- "${job[@]}"
-status=$?
-if [ "$status" -eq 77 ]; then
-  echo "SKIPPED: this machine cannot simulate hosts (see the line above)"
-  exit 77
-fi
-fail() {
-  echo "layout ${hosts}x${ranks}: $1"
-  for f in "$logs"/*.log; do echo "== ${f##*/}"; tail -n 15 "$f"; done
-  exit 1
-}
-[ "$status" -eq 0 ] || fail "a job failed (the summary lines above say which job, host or --during)"
+run_hosts --hosts "$hosts" --ranks-per-host "$ranks" --rate 2gbit --timeout 45 \
+  --chorusrun "$chorusrun" --during "$here/links.sh" -- "${job[@]}"
 
 report="$logs/job0.host0.log"
 for ((r = 0; r < hosts * ranks; ++r)); do
@@ -49,4 +35,4 @@ if [ "$ranks" -gt 1 ]; then
   [ "$algorithm" = hierarchical ] ||
     fail "the 199924 B float32 all-reduce ran '$algorithm', not hierarchical"
 fi
-echo "layout ${hosts}x${ranks}: every collective, dtype, op and root correct across hosts"
+echo "$test_name: every collective, dtype, op and root correct across hosts"

@@ -7,27 +7,15 @@
 set -uo pipefail
 [ $# -eq 2 ] || { echo "usage: stranger_job.sh CHORUSRUN CHORUS_PERF" >&2; exit 2; }
 chorusrun=$1 perf=$2
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-logs="$(mktemp -d /tmp/chorus-stranger.XXXXXX)"
-trap 'rm -rf "$logs"' EXIT
+test_name=stranger
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "$0")/common.sh"
 
 # host1's ranks start 4 s late, so that host0's ranks listen for them while the stranger calls.
 late='[ "$GROUP_RANK" != 1 ] || sleep 4; exec "$0" "$@"'
-"$root/scripts/hosts.sh" --hosts 2 --ranks-per-host 2 --timeout 60 --chorusrun "$chorusrun" \
-  --logs "$logs" --quiet --during "$here/stranger.sh" -- \
+run_hosts --hosts 2 --ranks-per-host 2 --timeout 60 --chorusrun "$chorusrun" \
+  --during "$here/stranger.sh" -- \
   sh -c "$late" "$perf" -t all -d float32 -o sum -b 7 -e 200000 -f 13 -n 1 -w 0 -c 1
-status=$?
-if [ "$status" -eq 77 ]; then
-  echo "SKIPPED: this machine cannot simulate hosts (see the line above)"
-  exit 77
-fi
-fail() {
-  echo "stranger: $1"
-  for f in "$logs"/*.log; do echo "== ${f##*/}"; tail -n 15 "$f"; done
-  exit 1
-}
-[ "$status" -eq 0 ] || fail "the job failed (the summary line above says which part)"
 grep -q "store server: dropped connection from 10.77.0.254" "$logs/job0.host0.log" ||
   fail "the store on host0 does not report dropping the stranger's connections"
 grep -Eq "rank [01] dropped a data connection" "$logs/job0.host0.log" ||
