@@ -35,13 +35,13 @@ options:
   --logs DIR             keep each host's output as DIR/job<j>.host<i>.log
                          (default: a temporary directory, removed at exit)
   --quiet                print only the summary lines
-  --during CMD           while each job runs, run `sh -c CMD` in this (the root)
-                         namespace with HOSTS_NETNS (the hosts' namespaces, in host
-                         order), HOSTS_ADDRS (their addresses), HOSTS_PORT (the
-                         master port) and HOSTS_OUTSIDER_NETNS (a namespace on the
-                         same switch, 10.77.0.254, running no rank) in its
-                         environment; it gets 10 s after the job ends to finish,
-                         and its non-zero exit (or being stopped) fails the job
+  --during CMD           while each job runs, run `sh -c CMD` as an outsider: in a
+                         namespace on the same switch, 10.77.0.254, running no
+                         rank; HOSTS_NETNS (the hosts' namespaces, in host order,
+                         for `ip netns exec`), HOSTS_ADDRS (their addresses) and
+                         HOSTS_PORT (the master port) in its environment. It gets
+                         10 s after the job ends to finish, and its non-zero exit
+                         (or being stopped) fails the job
   -h, --help             this text
 
 Exit status: 0 when every host of every job exited 0; 1 when one did not or
@@ -303,7 +303,7 @@ remove_processes_of_job() {
 start_during() {
   [ -z "$during" ] && return 0
   HOSTS_NETNS="${host_ns[*]}" HOSTS_ADDRS="${host_addrs[*]}" HOSTS_PORT="$port" \
-    HOSTS_OUTSIDER_NETNS="$prefix-outsider" setsid sh -c "$during" \
+    setsid ip netns exec "$prefix-outsider" sh -c "$during" \
     >"$logs/job$1.during.log" 2>&1 </dev/null &
   during_pid=$!
 }

@@ -24,22 +24,23 @@ gone() {
   return 1
 }
 
-# stopped_by SIGNAL: starts a job of 4 ranks sleeping 60 s, sends SIGNAL to hosts.sh once the
-# ranks run, and checks that everything is gone.
+# stopped_by SIGNAL: starts a job of 4 ranks sleeping 60 s beside a --during command sleeping
+# as long, sends SIGNAL to hosts.sh once all five sleep, and checks that everything is gone.
 stopped_by() {
   # A background job of a script ignores SIGINT unless told otherwise.
-  env --default-signal=INT "${hosts_sh[@]}" -- sleep 60 >/dev/null 2>&1 &
-  local pid=$! ranks=""
+  env --default-signal=INT "${hosts_sh[@]}" --during "sleep 60" -- sleep 60 >/dev/null 2>&1 &
+  local pid=$! sleepers=""
   for _ in $(seq 100); do
-    ranks="$(pids_of "$pid" | xargs -r ps -o pid= -o comm= -p | awk '$2 == "sleep" {print $1}')"
-    [ "$(echo "$ranks" | grep -c .)" -eq 4 ] && break
+    sleepers="$(pids_of "$pid" | xargs -r ps -o pid= -o comm= -p | awk '$2 == "sleep" {print $1}')"
+    [ "$(echo "$sleepers" | grep -c .)" -eq 5 ] && break
     sleep 0.1
   done
-  [ "$(echo "$ranks" | grep -c .)" -eq 4 ] || { echo "cleanup: the ranks never started"; exit 1; }
+  [ "$(echo "$sleepers" | grep -c .)" -eq 5 ] || { echo "cleanup: the job never started"; exit 1; }
   kill "-$1" "$pid"
   wait "$pid" 2>/dev/null
   # shellcheck disable=SC2086  # one pid per word
-  gone "$pid" $ranks || { echo "cleanup: after SIG$1, namespaces or ranks are left"; exit 1; }
+  gone "$pid" $sleepers ||
+    { echo "cleanup: after SIG$1, namespaces or processes are left"; exit 1; }
   echo "cleanup: SIG$1 left nothing behind"
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run by scripts/hosts.sh --during: waits until host0's ranks listen for their data
 # connections (host1's ranks start late, so they wait for them), then has stranger.py, from
-# the outsider namespace (an address on the job's network that runs no rank), connect to every
-# port the hosts listen on: the store's and the ranks' data ports.
+# the outsider's address on the job's network, connect to every port the hosts listen on: the
+# store's and the ranks' data ports.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 store_port=$((HOSTS_PORT + 1))
@@ -23,4 +23,4 @@ for ((k = 0; k < ${#namespaces[@]}; ++k)); do
 done
 printf '%s\n' "${targets[@]}" | grep -vq ":$store_port\$" ||
   { echo "stranger: no rank listened for data connections (listening: ${targets[*]})"; exit 1; }
-exec ip netns exec "$HOSTS_OUTSIDER_NETNS" python3 "$here/stranger.py" "${targets[@]}"
+exec python3 "$here/stranger.py" "${targets[@]}"
