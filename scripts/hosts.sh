@@ -33,7 +33,7 @@ options:
   --chorusrun PATH       the launcher (default: build/tools/chorusrun/chorusrun
                          of this checkout if built, else chorusrun in PATH)
   --logs DIR             keep each host's output as DIR/job<j>.host<i>.log
-                         (default: a temporary directory, removed at exit)
+                         (default: a directory in $TMPDIR or /tmp, removed at exit)
   --quiet                print only the summary lines
   --during CMD           while each job runs, run `sh -c CMD` as an outsider: in a
                          namespace on the same switch, 10.77.0.254, running no
@@ -92,12 +92,13 @@ remove_all() {
   for ns in $(namespaces_of "$1"); do ip netns del "$ns" 2>/dev/null; done
 }
 
-# Internal: `hosts.sh --reap PID PREFIX` waits for PID to end, then removes PREFIX's
-# namespaces (the watcher, in its own session so that a signal to the caller's process group
-# does not reach it).
+# Internal: `hosts.sh --reap PID PREFIX [DIR]` waits for PID to end, then removes PREFIX's
+# namespaces and the directory DIR (the watcher, in its own session so that a signal to the
+# caller's process group does not reach it).
 if [ "${1:-}" = "--reap" ]; then
   while kill -0 "$2" 2>/dev/null; do sleep 0.5; done
   remove_all "$3"
+  [ -n "${4:-}" ] && rm -rf "$4"
   exit 0
 fi
 
@@ -183,7 +184,7 @@ if [ -n "$logs" ]; then
   logs="$(cd "$logs" && pwd)"
   own_logs=0
 else
-  logs="$(mktemp -d /tmp/chorushosts.XXXXXX)"
+  logs="$(mktemp -d "${TMPDIR:-/tmp}/chorushosts.XXXXXX")"
   own_logs=1
 fi
 
@@ -201,7 +202,9 @@ trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
-setsid "$0" --reap $$ "$prefix" </dev/null >/dev/null 2>&1 &
+watched_logs=""
+[ "$own_logs" -eq 1 ] && watched_logs="$logs"
+setsid "$0" --reap $$ "$prefix" "$watched_logs" </dev/null >/dev/null 2>&1 &
 
 # --- the network ----------------------------------------------------------------------------
 # A switch namespace holds the bridge; host i's eth0 is one end of a veth pair whose other end,
