@@ -11,8 +11,8 @@ test_name=stranger
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "$0")/common.sh"
 
-# host1's ranks start 4 s late, so that host0's ranks listen for them while the stranger calls.
-late='[ "$GROUP_RANK" != 1 ] || sleep 4; exec "$0" "$@"'
+# host1's ranks start 6 s late, so that host0's ranks listen for them while the stranger calls.
+late='[ "$GROUP_RANK" != 1 ] || sleep 6; exec "$0" "$@"'
 run_hosts --hosts 2 --ranks-per-host 2 --timeout 60 --chorusrun "$chorusrun" \
   --during "$here/stranger.sh" -- \
   sh -c "$late" "$perf" -t all -d float32 -o sum -b 7 -e 200000 -f 13 -n 1 -w 0 -c 1
