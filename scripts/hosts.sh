@@ -38,8 +38,9 @@ options:
   --during CMD           while each job runs, run `sh -c CMD` as an outsider: in a
                          namespace on the same switch, 10.77.0.254, running no
                          rank; HOSTS_NETNS (the hosts' namespaces, in host order,
-                         for `ip netns exec`), HOSTS_ADDRS (their addresses) and
-                         HOSTS_PORT (the master port) in its environment. It gets
+                         for `ip netns exec`), HOSTS_ADDRS (their addresses),
+                         HOSTS_PORT (the master port) and HOSTS_JOB (the job's
+                         index, from 0) in its environment. It gets
                          10 s after the job ends to finish, and its non-zero exit
                          (or being stopped) fails the job
   -h, --help             this text
@@ -305,7 +306,7 @@ remove_processes_of_job() {
 
 start_during() {
   [ -z "$during" ] && return 0
-  HOSTS_NETNS="${host_ns[*]}" HOSTS_ADDRS="${host_addrs[*]}" HOSTS_PORT="$port" \
+  HOSTS_NETNS="${host_ns[*]}" HOSTS_ADDRS="${host_addrs[*]}" HOSTS_PORT="$port" HOSTS_JOB="$1" \
     setsid ip netns exec "$prefix-outsider" sh -c "$during" \
     >"$logs/job$1.during.log" 2>&1 </dev/null &
   during_pid=$!

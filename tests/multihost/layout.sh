@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # tests/multihost/layout.sh HOSTS RANKS CHORUSRUN CHORUS_PERF: one Chorus job layout across
 # HOSTS simulated hosts of RANKS ranks each (scripts/hosts.sh), over links shaped to 2 Gbit/s.
-# For every root, chorus-perf runs every collective, dtype and op at sizes 7 B to 195 KiB
-# (odd ones), out of place and in place, with its result check on; links.sh watches that
-# ranks of a host share memory and ranks of different hosts use TCP; the report must show
-# HOSTS host names and the hierarchical all-reduce at the largest size.
+# chorus-perf runs every collective, dtype and op at sizes 7 B to 195 KiB (odd ones), out of
+# place and in place, with its result check on, at root 0, then the rooted ones (broadcast,
+# reduce, gather, scatter) at every other root, one job each; links.sh watches that ranks of
+# a host share memory and ranks of different hosts use TCP; the first report must show HOSTS
+# host names and the hierarchical all-reduce at the largest size.
 # Exit status 77 (ctest's skip) when this machine cannot simulate hosts.
 set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: layout.sh HOSTS RANKS CHORUSRUN CHORUS_PERF" >&2; exit 2; }
@@ -13,11 +14,15 @@ test_name="layout ${hosts}x${ranks}"
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "$0")/common.sh"
 
-sweep=(-t all -d all -o all -b 7 -e 200000 -f 13 -n 1 -w 0 -c 1 -z)
-job=("$perf" "${sweep[@]}" -r 0)
-for ((r = 1; r < hosts * ranks; ++r)); do job+=(--then "$perf" "${sweep[@]}" -r "$r"); done
-run_hosts --hosts "$hosts" --ranks-per-host "$ranks" --rate 2gbit --timeout 45 \
-  --chorusrun "$chorusrun" --during "$here/links.sh" -- "${job[@]}"
+sweep=(-d all -o all -b 7 -e 200000 -f 13 -n 1 -w 0 -c 1 -z)
+jobs=("$perf" -t all "${sweep[@]}" -r 0)
+for ((r = 1; r < hosts * ranks; ++r)); do
+  for rooted in broadcast reduce gather scatter; do
+    jobs+=(--then "$perf" -t "$rooted" "${sweep[@]}" -r "$r")
+  done
+done
+run_hosts --hosts "$hosts" --ranks-per-host "$ranks" --rate 2gbit --timeout 120 \
+  --chorusrun "$chorusrun" --during "$here/links.sh" -- "${jobs[@]}"
 
 report="$logs/job0.host0.log"
 for ((r = 0; r < hosts * ranks; ++r)); do
