@@ -26,7 +26,8 @@ while :; do
   sleep 0.1
 done
 if [ -n "$intra" ]; then
-  printf 'links: ranks of one host connected over TCP instead of shared memory:\n%s' "$intra"
+  echo "links: ranks of one host connected over TCP instead of shared memory:"
+  printf '%s' "$intra" | sort -u
   exit 1
 fi
 if [ "$seen_cross" -eq 0 ] && [ "$HOSTS_JOB" -eq 0 ]; then
