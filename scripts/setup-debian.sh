@@ -14,7 +14,10 @@ packages=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev
   # the English text corpus of chorus-train --model gpt (/usr/share/games/fortunes)
   fortunes
   # the libFuzzer harnesses (scripts/fuzz.sh): clang and its fuzzer/sanitizer runtimes
-  clang-14 libclang-rt-14-dev)
+  clang-14 libclang-rt-14-dev
+  # hosts simulated in network namespaces (scripts/hosts.sh, tests labelled multihost): ip,
+  # tc, ss; unshare and mount (util-linux, mount) are part of every Debian system
+  iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
