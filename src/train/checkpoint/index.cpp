@@ -32,7 +32,10 @@ std::string escape(const std::string& s) {
 std::string shape_text(const Shape& shape) {
   if (shape.empty()) return "-";
   std::string out;
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(shape[i]);
+  }
   return out;
 }
 

@@ -37,17 +37,28 @@ Placement Placement::flat(std::string mesh_dim, int index, int count, std::int64
 }
 
 std::string to_string(const Placement& p) {
-  const std::string where =
-      p.mesh_dim + " " + std::to_string(p.index) + "/" + std::to_string(p.count);
-  const std::string range =
-      "[" + std::to_string(p.offset) + ", " + std::to_string(p.offset + p.length) + ")";
+  // Built by appending: GCC 12 at -O3 warns (-Wrestrict) about "literal" + std::string.
+  std::string where = p.mesh_dim;
+  where.append(" ").append(std::to_string(p.index)).append("/").append(std::to_string(p.count));
+  std::string range = "[";
+  range.append(std::to_string(p.offset))
+      .append(", ")
+      .append(std::to_string(p.offset + p.length))
+      .append(")");
+  std::string text;
   switch (p.kind) {
     case PlacementKind::Replicate:
-      return "Replicate(" + where + ")";
+      return text.append("Replicate(").append(where).append(")");
     case PlacementKind::Shard:
-      return "Shard(" + where + ", dim " + std::to_string(p.dim) + ", " + range + ")";
+      return text.append("Shard(")
+          .append(where)
+          .append(", dim ")
+          .append(std::to_string(p.dim))
+          .append(", ")
+          .append(range)
+          .append(")");
     case PlacementKind::Flat:
-      return "Flat(" + where + ", " + range + ")";
+      return text.append("Flat(").append(where).append(", ").append(range).append(")");
   }
   return "?";
 }
