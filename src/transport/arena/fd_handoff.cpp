@@ -38,15 +38,26 @@ uid_t peer_uid(int socket) {
   return credentials.uid;
 }
 
-void send_fd(int socket, int fd) {
+/// One byte with room for one descriptor (SCM_RIGHTS) beside it: what send_fd sends and
+/// receive_fd receives. Not copyable: `message` points into the object itself.
+struct FdMessage {
   char byte = 0;
   iovec data{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
+  FdMessage() {
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+};
+
+void send_fd(int socket, int fd) {
+  FdMessage sent;
+  msghdr& message = sent.message;
   cmsghdr* header = CMSG_FIRSTHDR(&message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
@@ -127,14 +138,8 @@ int receive_fd(const std::string& name, Deadline deadline) {
   if (peer_uid(socket.fd) != ::getuid()) {
     throw Error(Status::InternalError, "shared memory @" + name + " is offered by another user");
   }
-  char byte = 0;
-  iovec data{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
+  FdMessage received;
+  msghdr& message = received.message;
   ssize_t got;
   do {
     got = ::recvmsg(socket.fd, &message, MSG_CMSG_CLOEXEC);
