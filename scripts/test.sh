@@ -49,7 +49,7 @@ CHORUS_BUILD_TARGETS="test_transport_units test_transport_data test_transport_fa
   test_transport_stall_probe test_transport_liveness test_transport_progress_modes
   test_transport_p2p_matching test_comm_units test_comm_movement test_comm_faults test_comm_split
   test_shm_direct test_shm_alltoallv test_cma test_flight_recorder test_comm_p2p_tags
-  test_mismatch_random test_shm_window test_capi_handle_table test_algorithm_sweep" \
+  test_mismatch_random test_shm_window test_capi_handle_table" \
   "$root/scripts/build.sh" "$root/build-tsan" -DCHORUS_SANITIZE=thread -DCHORUS_WITH_TORCH=OFF \
   $werror
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
