@@ -233,7 +233,8 @@ TEST(DdpEquivalence, SharedBucketsAllReduceInPlace) {
 }
 
 // When the host's shared memory cannot hold the buckets (here the creating rank's file-size
-// limit, as with a small /dev/shm), every rank keeps them in ordinary memory and trains the same.
+// limit, as with a tight memory limit), every rank keeps them in ordinary memory and trains the
+// same.
 TEST(DdpEquivalence, SharedBucketsFallBackToOrdinaryMemory) {
   rlimit saved{};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);

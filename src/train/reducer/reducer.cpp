@@ -18,7 +18,7 @@ namespace chorus::train {
 namespace {
 
 /// `count` zeros of `type` in comm's shared memory (collective), freed when the tensor goes;
-/// in ordinary memory when the host's shared memory cannot hold them (a small /dev/shm): that
+/// in ordinary memory when the host's shared memory cannot hold them (the memory limit): that
 /// failure reaches every rank alike (alloc_shared agrees on it), so all fall back together.
 at::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count, at::ScalarType type) {
   const std::size_t bytes = static_cast<std::size_t>(count) * c10::elementSize(type);
