@@ -18,7 +18,7 @@ run_hosts --hosts 2 --ranks-per-host 2 --timeout 60 --chorusrun "$chorusrun" \
   sh -c "$late" "$perf" -t all -d float32 -o sum -b 7 -e 200000 -f 13 -n 1 -w 0 -c 1
 grep -q "store server: dropped connection from 10.77.0.254" "$logs/job0.host0.log" ||
   fail "the store on host0 does not report dropping the stranger's connections"
-grep -Eq "rank [01] dropped a data connection" "$logs/job0.host0.log" ||
-  fail "no rank of host0 reports dropping the stranger's data connections"
+grep -Eq "rank [01] dropped a data connection from 10.77.0.254:" "$logs/job0.host0.log" ||
+  fail "no rank of host0 reports dropping the stranger's data connections, naming its address"
 grep -q "^stranger: connected" "$logs/job0.during.log" || fail "the stranger connected nowhere"
 echo "stranger: the job ignored every connection from 10.77.0.254 and its results are correct"

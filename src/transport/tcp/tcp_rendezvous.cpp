@@ -88,13 +88,16 @@ void accept_all(const net::Socket& listener, const TcpMeshPlan& plan,
                                        " to open their data connection to rank " +
                                        std::to_string(plan.rank));
     }
+    // Named now: once a stranger has hung up, its socket no longer has a peer to name.
+    std::string from = net::detail::peer_name(socket.fd());
+    if (from.empty()) from = "an address that was gone at once";
     try {
       int rank = admit(socket.fd(), plan, sockets);
       sockets[rank] = std::move(socket);
       ++admitted;
     } catch (const Error& error) {
       log(LogLevel::Warn, "rank " + std::to_string(plan.rank) + " dropped a data connection from " +
-                              net::detail::peer_name(socket.fd()) + ": " + error.what());
+                              from + ": " + error.what());
     }
   }
 }
