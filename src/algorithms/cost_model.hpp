@@ -86,6 +86,11 @@ struct CostInput {
   /// Bytes a partial result takes per byte of the caller's dtype: 2 where a reduction of
   /// float16/bfloat16 carries its partial results in fp32 (algorithms/partials.hpp), else 1.
   double partial_scale() const;
+  /// What `partial_bytes` of partial results cost beyond their count in the caller's dtype:
+  /// (partial_scale() - 1) x partial_bytes, 0 unless they travel in fp32.
+  double extra_partial_bytes(double partial_bytes) const {
+    return (partial_scale() - 1) * partial_bytes;
+  }
 };
 
 /// Modelled seconds of one algorithm for a call (Algorithm::cost); infinity rules it out.

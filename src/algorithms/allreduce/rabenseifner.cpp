@@ -62,7 +62,7 @@ double cost(const CostInput& in) {
   const double half = (s.p - 1) / s.p * m;
   const double partials = std::max(half - m / 2, 0.0);
   return message_cost(
-      in, {2 * s.log2p + 2 * s.f, 2 * half + 2 * s.f * m + (in.partial_scale() - 1) * partials,
+      in, {2 * s.log2p + 2 * s.f, 2 * half + 2 * s.f * m + in.extra_partial_bytes(partials),
            half + s.f * m});
 }
 

@@ -34,7 +34,7 @@ double cost(const CostInput& in) {
   const Shape s = in.shape();
   const double m = in.m();
   const double partials = std::max(s.lg - 1, 0.0) * m;
-  return message_cost(in, {2 * s.lg, 2 * s.lg * m + (in.partial_scale() - 1) * partials, s.lg * m});
+  return message_cost(in, {2 * s.lg, 2 * s.lg * m + in.extra_partial_bytes(partials), s.lg * m});
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ double cost(const CostInput& in) {
   const double m = in.m();
   const double partials = std::max(s.n - 2, 0.0) / s.n * m;
   return message_cost(in,
-                      {2 * (s.n - 1), 2 * (s.n - 1) / s.n * m + (in.partial_scale() - 1) * partials,
+                      {2 * (s.n - 1), 2 * (s.n - 1) / s.n * m + in.extra_partial_bytes(partials),
                        (s.n - 1) / s.n * m});
 }
 

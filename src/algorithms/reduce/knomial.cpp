@@ -75,7 +75,7 @@ double cost(const CostInput& in) {
   CostTerms terms = knomial_terms(in.machine.nranks, in.m(), true);
   if (terms.rounds > 1) {
     const double partials = terms.bytes_moved / terms.rounds * (terms.rounds - 1);
-    terms.bytes_moved += (in.partial_scale() - 1) * partials;
+    terms.bytes_moved += in.extra_partial_bytes(partials);
   }
   return message_cost(in, terms);
 }

@@ -77,7 +77,7 @@ double cost(const CostInput& in) {
   const Shape s = in.shape();
   const double others = (s.n - 1) * in.m();
   const double partials = std::max(s.n - 2, 0.0) * in.m();
-  return message_cost(in, {s.n - 1, others + (in.partial_scale() - 1) * partials, others});
+  return message_cost(in, {s.n - 1, others + in.extra_partial_bytes(partials), others});
 }
 
 }  // namespace

@@ -14,11 +14,8 @@ set -euo pipefail
 run="$1"
 train="$2"
 mode="$3"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-
 # shellcheck source=job_helpers.sh
-source "$(dirname "$0")/job_helpers.sh"
+source "$(dirname "$0")/job_helpers.sh"  # also makes $work, removed on exit
 small=(--model gpt --layers 2 --hidden 32 --heads 4 --seq-len 32 --batch 8 --log-every 1
   --eval-windows 32)
 

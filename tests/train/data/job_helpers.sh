@@ -1,5 +1,8 @@
-# Helpers of the chorus-train job tests (sourced by train_job_test.sh and gpt_job_test.sh,
-# which set $work to their scratch directory).
+# Helpers of the chorus-train job tests (sourced by train_job_test.sh and gpt_job_test.sh):
+# $work, a scratch directory removed when the test exits, and the checks below.
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # Prints "step loss" for every progress line of a log.

@@ -14,11 +14,8 @@ set -euo pipefail
 run="$1"
 train="$2"
 mode="$3"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-
 # shellcheck source=job_helpers.sh
-source "$(dirname "$0")/job_helpers.sh"
+source "$(dirname "$0")/job_helpers.sh"  # also makes $work, removed on exit
 
 check_run() {  # log: exit status already checked; loss fell, replicas equal, metrics printed
   local log="$1"

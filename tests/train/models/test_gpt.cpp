@@ -6,6 +6,7 @@
 #include <chorus/train/random.hpp>
 
 #include "../tensor_parallel/tp_test_util.hpp"
+#include "tiny_gpt.hpp"
 
 #include <cmath>
 #include <limits>
@@ -16,29 +17,17 @@ namespace {
 
 using namespace tp_test;
 
-// Heads 12 so that t = 1, 2, 3 and 4 all divide them; a vocabulary of 10 is padded at t 3, 4;
-// sequence 12 is a multiple of every t (sequence parallelism splits it).
-constexpr std::int64_t kLayers = 2, kHidden = 24, kHeads = 12, kVocab = 10, kSeq = 12, kBatch = 2;
-constexpr double kStd = 0.3, kLearningRate = 0.5;
+using tiny_gpt::kBatch, tiny_gpt::kHeads, tiny_gpt::kHidden, tiny_gpt::kLayers, tiny_gpt::kSeq,
+    tiny_gpt::kStd;
 
-GptConfig config(bool sp) {
-  return {.layers = kLayers,
-          .hidden = kHidden,
-          .heads = kHeads,
-          .vocab = kVocab,
-          .sequence = kSeq,
-          .sequence_parallel = sp,
-          .seed = 17,
-          .init_std = kStd,
-          .dtype = at::kDouble};
-}
+// A vocabulary of 10 is padded at t 3 and 4.
+constexpr std::int64_t kVocab = 10;
+constexpr double kLearningRate = 0.5;
 
-at::Tensor tokens() {
-  return (at::arange(kSeq * kBatch, at::kLong) * 7 + 3).remainder(kVocab).view({kSeq, kBatch});
-}
-at::Tensor targets() {
-  return (at::arange(kSeq * kBatch, at::kLong) * 5 + 1).remainder(kVocab).view({kSeq, kBatch});
-}
+GptConfig config(bool sp) { return tiny_gpt::config(kVocab, 17, sp); }
+
+at::Tensor tokens() { return tiny_gpt::tokens(kVocab); }
+at::Tensor targets() { return tiny_gpt::targets(kVocab); }
 
 using Parameters = std::map<std::string, at::Tensor>;
 

@@ -7,6 +7,7 @@
 
 #include "../checkpoint_test_util.hpp"
 #include "../tensor_parallel/tp_test_util.hpp"
+#include "tiny_gpt.hpp"
 
 #include <map>
 
@@ -15,27 +16,14 @@ namespace {
 
 using namespace tp_test;
 
-// Heads 12 so that t = 1, 2, 3 and 4 divide them; a vocabulary of 11 is padded at every t > 1.
-constexpr std::int64_t kLayers = 2, kHidden = 24, kHeads = 12, kVocab = 11, kSeq = 12;
+using tiny_gpt::kHeads, tiny_gpt::kHidden;
 
-GptConfig config(std::uint64_t seed, bool sp = false) {
-  return {.layers = kLayers,
-          .hidden = kHidden,
-          .heads = kHeads,
-          .vocab = kVocab,
-          .sequence = kSeq,
-          .sequence_parallel = sp,
-          .seed = seed,
-          .init_std = 0.3,
-          .dtype = at::kDouble};
-}
+// A vocabulary of 11 is padded at every t > 1.
+constexpr std::int64_t kVocab = 11;
 
-at::Tensor tokens() {
-  return (at::arange(kSeq * 2, at::kLong) * 7 + 3).remainder(kVocab).view({kSeq, 2});
-}
-at::Tensor targets() {
-  return (at::arange(kSeq * 2, at::kLong) * 5 + 1).remainder(kVocab).view({kSeq, 2});
-}
+GptConfig config(std::uint64_t seed, bool sp = false) { return tiny_gpt::config(kVocab, seed, sp); }
+at::Tensor tokens() { return tiny_gpt::tokens(kVocab); }
+at::Tensor targets() { return tiny_gpt::targets(kVocab); }
 
 /// The one-process model: full tensors in the model's own (head-major) layout, and its loss.
 struct Reference {
