@@ -56,6 +56,10 @@ struct InitOptions {
   std::optional<std::string> auth_token;             ///< default: CHORUS_AUTH_TOKEN
   std::optional<std::string> transport;              ///< default: CHORUS_TRANSPORT
   std::optional<std::chrono::milliseconds> timeout;  ///< default: CHORUS_TIMEOUT
+  /// The launcher's restart count (CHORUS_RESTART_COUNT under chorusrun --max-restarts):
+  /// communicators of different restarts keep apart in the store, so a rank left over from a
+  /// failed run never meets the restarted job.
+  int restart = 0;
 };
 
 class CHORUS_EXPORT Communicator {

@@ -16,6 +16,7 @@ struct LaunchInfo {
   std::string master_addr;  ///< host of the store: CHORUS_STORE_ADDR, else MASTER_ADDR
   int master_port = 0;      ///< port of the store: CHORUS_STORE_PORT, else MASTER_PORT
   std::string source;       ///< "torchrun", "slurm", "openmpi", "pmi"
+  int restart = 0;          ///< CHORUS_RESTART_COUNT (chorusrun --max-restarts), else 0
 };
 
 using GetEnv = std::function<const char*(const char*)>;
@@ -32,6 +33,7 @@ using GetEnv = std::function<const char*(const char*)>;
 /// - CHORUS_STORE_ADDR and CHORUS_STORE_PORT, when set, take the place of MASTER_ADDR
 ///   and MASTER_PORT: chorusrun's store, on a port apart from the program's own
 ///   rendezvous (torch's env:// TCPStore binds MASTER_PORT on rank 0).
+/// - CHORUS_RESTART_COUNT, when set, is the launcher's restart count (0 or more).
 /// Throws Error(InvalidArgument) naming the variable that is missing or
 /// malformed: integers must parse fully, 0 <= rank < size, 0 <= local rank < size,
 /// 1 <= port <= 65535; and when no launcher variables are found at all.

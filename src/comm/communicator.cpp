@@ -119,6 +119,9 @@ void check_label(std::string_view label) {
 
 Communicator Communicator::init(const InitOptions& options) {
   check_shape(options.nranks, options.rank);
+  require_argument(
+      options.restart >= 0,
+      "InitOptions::restart is " + std::to_string(options.restart) + "; expected 0 or more");
   net::HostPort address = net::parse_host_port(options.store_address);
   const Config config = config_for(options);
   set_log_rank(options.rank);
@@ -140,8 +143,11 @@ Communicator Communicator::init(const InitOptions& options) {
       connect_store(address.host, address.port, config.auth_token, deadline);
   // Each rank counts its own inits, so the n-th init of every rank shares a namespace
   // even when one store outlives several jobs' worth of communicators.
-  std::int64_t generation = store->add("chorus/init/" + std::to_string(options.rank), 1);
-  std::string name = "chorus/g" + std::to_string(generation) + "/world";
+  // A restarted job (InitOptions::restart) counts in a namespace of its own.
+  const std::string attempt =
+      options.restart > 0 ? "r" + std::to_string(options.restart) + "/" : std::string();
+  std::int64_t generation = store->add("chorus/init/" + attempt + std::to_string(options.rank), 1);
+  std::string name = "chorus/" + attempt + "g" + std::to_string(generation) + "/world";
   return Communicator(connect_comm(
       config, options.rank, options.nranks, name, detail::trace_comm_name(name), store, server,
       detail::trace_job_id(config.auth_token, address.port, name), options.rank));
@@ -154,6 +160,7 @@ Communicator Communicator::init_from_env() {
   options.rank = info.rank;
   options.store_address = info.master_addr + ":" + std::to_string(info.master_port);
   options.host_store = !env_flag("CHORUS_STORE_EXTERNAL", false);
+  options.restart = info.restart;
   return init(options);
 }
 

@@ -46,6 +46,15 @@ TEST(LaunchEnv, Torchrun) {
   EXPECT_EQ(info.source, "torchrun");
 }
 
+TEST(LaunchEnv, RestartCount) {
+  EXPECT_EQ(read({{"RANK", "0"}, {"WORLD_SIZE", "1"}}).restart, 0);
+  EXPECT_EQ(read({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"CHORUS_RESTART_COUNT", "3"}}).restart, 3);
+  expect_rejected({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"CHORUS_RESTART_COUNT", "-1"}},
+                  "CHORUS_RESTART_COUNT must be between 0 and 1000000, got -1");
+  expect_rejected({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"CHORUS_RESTART_COUNT", "x"}},
+                  "CHORUS_RESTART_COUNT must be an integer");
+}
+
 TEST(LaunchEnv, TorchrunDefaults) {
   LaunchInfo info = read({{"RANK", "0"}, {"WORLD_SIZE", "1"}});
   EXPECT_EQ(info.local_rank, 0);

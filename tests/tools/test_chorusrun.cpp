@@ -281,6 +281,43 @@ TEST(Chorusrun, TimeoutStopsTheJob) {
   EXPECT_LT(result.seconds, 5);
 }
 
+// --max-restarts: a rank that fails in the first two runs restarts the whole job, which the
+// ranks see in CHORUS_RESTART_COUNT; the third run succeeds, so the job does.
+TEST(Chorusrun, MaxRestartsRestartsTheWholeJob) {
+  TempDir dir;
+  const std::string script = "echo $CHORUS_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS >> " +
+                             dir.path() + "/runs.$RANK; " +
+                             "if [ \"$RANK\" = 1 ] && [ \"$CHORUS_RESTART_COUNT\" -lt 2 ]; then "
+                             "exit 7; fi";
+  ProcessResult result = chorusrun({"--max-restarts", "3", "-n", "2", "sh", "-c", script});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("rank 1 (pid "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("restarting the job (restart 1 of 3)"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("restarting the job (restart 2 of 3)"), std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("restart 3 of 3"), std::string::npos) << result.err;
+  EXPECT_EQ(read_file(dir.path() + "/runs.1"), "0/3\n1/3\n2/3\n");
+  EXPECT_LT(result.seconds, 20);
+}
+
+// Restarts run out: the last failure is the job's exit status. A job without --max-restarts
+// is not restarted, and neither is one stopped by the timeout.
+TEST(Chorusrun, RestartsRunOutOrDoNotApply) {
+  ProcessResult out = chorusrun({"--max-restarts", "1", "-n", "2", "sh", "-c",
+                                 "if [ \"$RANK\" = 0 ]; then exit 5; fi; exec sleep 30"});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_NE(out.err.find("restarting the job (restart 1 of 1)"), std::string::npos) << out.err;
+  EXPECT_EQ(out.err.find("restart 2"), std::string::npos) << out.err;
+  ProcessResult plain = chorusrun({"-n", "2", "sh", "-c", "exit 5"});
+  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_EQ(plain.err.find("restarting"), std::string::npos) << plain.err;
+  ProcessResult timed =
+      chorusrun({"--timeout", "0.5", "--max-restarts", "2", "-n", "2", "sleep", "30"});
+  EXPECT_EQ(timed.exit_code, 124);
+  EXPECT_EQ(timed.err.find("restarting"), std::string::npos) << timed.err;
+}
+
 TEST(Chorusrun, SigtermIsForwarded) {
   TempDir dir;
   ProcessOptions options;

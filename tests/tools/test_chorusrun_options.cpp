@@ -30,6 +30,9 @@ TEST(ChorusrunOptions, Spellings) {
   EXPECT_FALSE(o.bind_to_core);
   EXPECT_TRUE(parse({"--bind-to", "core", "p"}).bind_to_core);
   EXPECT_FALSE(parse({"--bind-to=none", "p"}).bind_to_core);
+  EXPECT_EQ(o.max_restarts, 0);
+  EXPECT_EQ(parse({"--max-restarts", "3", "p"}).max_restarts, 3);
+  EXPECT_EQ(parse({"--max_restarts=2", "p"}).max_restarts, 2);
   EXPECT_EQ(o.command, (std::vector<std::string>{"p", "-n", "3"}));  // options end at the program
 }
 
@@ -108,6 +111,9 @@ TEST(ChorusrunOptions, Rejections) {
       {"--nnodes", "2", "--master-addr", "h", "--master-port", "9", "--store-port", "9", "p"},
       {"--store-port", "65536", "p"},
       {"--nproc_per_nodes", "2", "p"},
+      {"--max-restarts", "-1", "p"},
+      {"--max-restarts", "1001", "p"},
+      {"--max-restarts", "x", "p"},
   };
   for (const auto& args : bad) {
     EXPECT_THROW(parse(args), Error) << testing::PrintToString(args);

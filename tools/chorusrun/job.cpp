@@ -25,7 +25,8 @@ std::vector<std::string> merged_environment(const Variables& overrides) {
   return env;
 }
 
-Variables rank_variables(const Options& options, const JobContact& contact, int local_rank) {
+Variables rank_variables(const Options& options, const JobContact& contact, int local_rank,
+                         int restart) {
   int world = options.nnodes * options.nproc_per_node;
   int rank = options.node_rank * options.nproc_per_node + local_rank;
   return Variables{
@@ -41,12 +42,16 @@ Variables rank_variables(const Options& options, const JobContact& contact, int 
       {"CHORUS_STORE_PORT", std::to_string(contact.store_port)},
       {"CHORUS_AUTH_TOKEN", contact.secret},
       {"CHORUS_STORE_EXTERNAL", "1"},
+      {"CHORUS_RESTART_COUNT", std::to_string(restart)},
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(restart)},
+      {"TORCHELASTIC_MAX_RESTARTS", std::to_string(options.max_restarts)},
   };
 }
 
 }  // namespace
 
-JobPlan make_job_plan(const Options& options, const JobContact& contact, const Program& program) {
+JobPlan make_job_plan(const Options& options, const JobContact& contact, const Program& program,
+                      int restart) {
   JobPlan plan;
   plan.tag_output = options.tag_output;
   plan.timeout_seconds = options.timeout_seconds;
@@ -57,7 +62,7 @@ JobPlan make_job_plan(const Options& options, const JobContact& contact, const P
     launch.rank = options.node_rank * options.nproc_per_node + local_rank;
     launch.request.path = program.path;
     launch.request.argv = program.argv;
-    launch.request.env = merged_environment(rank_variables(options, contact, local_rank));
+    launch.request.env = merged_environment(rank_variables(options, contact, local_rank, restart));
     launch.request.capture_output = options.tag_output;
     launch.request.inherit_stdin = local_rank == 0 && !stdin_is_terminal;
     if (!cpus.empty()) {

@@ -22,8 +22,11 @@ struct JobContact {
 /// One RankLaunch per local rank: rank = node_rank * nproc_per_node + local_rank,
 /// environment = this process's environment with RANK, WORLD_SIZE, LOCAL_RANK,
 /// LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
-/// CHORUS_STORE_ADDR, CHORUS_STORE_PORT, CHORUS_AUTH_TOKEN and CHORUS_STORE_EXTERNAL=1
-/// replaced. Local rank 0 inherits stdin when stdin is not a terminal.
-JobPlan make_job_plan(const Options& options, const JobContact& contact, const Program& program);
+/// CHORUS_STORE_ADDR, CHORUS_STORE_PORT, CHORUS_AUTH_TOKEN, CHORUS_STORE_EXTERNAL=1,
+/// CHORUS_RESTART_COUNT and TORCHELASTIC_RESTART_COUNT (`restart`) and
+/// TORCHELASTIC_MAX_RESTARTS replaced. Local rank 0 inherits stdin when stdin is not a
+/// terminal. The plan's deadline is left to the caller (it spans restarts).
+JobPlan make_job_plan(const Options& options, const JobContact& contact, const Program& program,
+                      int restart);
 
 }  // namespace chorus::run

@@ -64,11 +64,8 @@ class Supervisor {
  public:
   Supervisor(const JobPlan& plan, SignalPipe& signals) : plan_(plan), signals_(signals) {}
 
-  int run() {
-    if (plan_.timeout_seconds > 0) {
-      job_deadline_ =
-          deadline_after(milliseconds(static_cast<long long>(plan_.timeout_seconds * 1000)));
-    }
+  JobResult run() {
+    job_deadline_ = plan_.deadline;
     start_all();
     while (!finished()) {
       wait_for_events();
@@ -78,7 +75,7 @@ class Supervisor {
       check_deadlines();
     }
     relay_.close_all();
-    return exit_code_;
+    return {exit_code_, rank_failed_};
   }
 
  private:
@@ -158,6 +155,7 @@ class Supervisor {
     if (success || stopping_) return;  // ranks we stopped are not news
     say(describe_exit(child, status));
     exit_code_ = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    rank_failed_ = true;
     stop(SIGTERM);
   }
 
@@ -194,11 +192,14 @@ class Supervisor {
   std::vector<Child> children_;
   std::optional<Deadline> job_deadline_, kill_deadline_, give_up_deadline_, drain_deadline_;
   bool stopping_ = false;
+  bool rank_failed_ = false;
   int exit_code_ = 0;
 };
 
 }  // namespace
 
-int run_job(const JobPlan& plan, SignalPipe& signals) { return Supervisor(plan, signals).run(); }
+JobResult run_job(const JobPlan& plan, SignalPipe& signals) {
+  return Supervisor(plan, signals).run();
+}
 
 }  // namespace chorus::run

@@ -1,7 +1,10 @@
 // Runs the ranks of one node to completion and decides chorusrun's exit status.
 #pragma once
 
+#include <optional>
 #include <vector>
+
+#include "core/deadline.hpp"
 
 #include "signals.hpp"
 #include "spawn.hpp"
@@ -16,7 +19,16 @@ struct RankLaunch {
 struct JobPlan {
   std::vector<RankLaunch> ranks;
   bool tag_output = false;
-  double timeout_seconds = 0;  ///< 0: no limit
+  double timeout_seconds = 0;        ///< --timeout, for the message (0: no limit)
+  std::optional<Deadline> deadline;  ///< when --timeout stops the job (restarts included)
+};
+
+/// How a run of the ranks ended: chorusrun's exit status, and whether it ended because a rank
+/// failed on its own (the one case --max-restarts restarts: not a signal to chorusrun, not
+/// the timeout, not a rank that could not be started).
+struct JobResult {
+  int exit_code = 0;
+  bool rank_failed = false;
 };
 
 /// Grace between SIGTERM and SIGKILL when stopping ranks.
@@ -29,9 +41,9 @@ inline constexpr int kGraceMs = 3000;
 ///   the result is 1, or 128 + the signal;
 /// - SIGINT/SIGTERM/SIGHUP to the launcher are forwarded (a second one sends
 ///   SIGKILL); the result is 128 + that signal;
-/// - past the timeout every rank is stopped the same way; the result is 124;
+/// - past plan.deadline every rank is stopped the same way; the result is 124;
 /// - otherwise, when every rank exited 0, the result is 0.
 /// Returns once every rank has been reaped (or stayed unkillable 5 s past SIGKILL).
-int run_job(const JobPlan& plan, SignalPipe& signals);
+JobResult run_job(const JobPlan& plan, SignalPipe& signals);
 
 }  // namespace chorus::run

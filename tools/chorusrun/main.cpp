@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bootstrap/auth.hpp"
@@ -85,7 +86,19 @@ int launch(const Options& options) {
   }
   // Picked while the store holds its port, so the two differ.
   if (contact.master_port == 0) contact.master_port = free_port();
-  return run_job(make_job_plan(options, contact, program), signals);
+  std::optional<Deadline> deadline;
+  if (options.timeout_seconds > 0) {
+    deadline = deadline_after(
+        std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
+  }
+  for (int restart = 0;; ++restart) {
+    JobPlan plan = make_job_plan(options, contact, program, restart);
+    plan.deadline = deadline;
+    const JobResult result = run_job(plan, signals);
+    if (!result.rank_failed || restart >= options.max_restarts) return result.exit_code;
+    std::fprintf(stderr, "chorusrun: restarting the job (restart %d of %d)\n", restart + 1,
+                 options.max_restarts);
+  }
 }
 
 }  // namespace

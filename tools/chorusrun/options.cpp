@@ -70,6 +70,8 @@ const std::vector<ValueOption>& value_options() {
        [](Options& o, auto name, const auto& v) { o.store_port = parse_int(name, v, 0, 65535); }},
       {"timeout", "",
        [](Options& o, auto name, const auto& v) { o.timeout_seconds = parse_seconds(name, v); }},
+      {"max-restarts", "",
+       [](Options& o, auto name, const auto& v) { o.max_restarts = parse_int(name, v, 0, 1000); }},
       {"bind-to", "",
        [](Options& o, auto name, const auto& v) {
          if (v != "core" && v != "none") {
@@ -206,7 +208,11 @@ options:
   --store-port PORT            port of chorusrun's store on node 0 (default: a
                                free port; with --nnodes > 1, --master-port + 1)
   --tag-output                 prefix every output line with "[rank] "
-  --timeout S                  stop the job after S seconds (exit status 124)
+  --timeout S                  stop the job after S seconds, restarts included
+                               (exit status 124)
+  --max-restarts N             when a rank fails, stop every rank and start the
+                               job again, up to N times (default 0; torchrun's
+                               meaning); every node of the job must give the same N
   --bind-to core|none          core: local rank i runs only on the i-th CPU this
                                launcher may use (wrapping around when ranks
                                outnumber CPUs), like mpirun --bind-to core;
@@ -225,8 +231,9 @@ unless the name contains '/'.
 Every rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (the
 node rank), GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, CHORUS_STORE_ADDR and
 CHORUS_STORE_PORT (chorusrun's store, which Chorus communicators join),
-CHORUS_AUTH_TOKEN and CHORUS_STORE_EXTERNAL=1.
-Ranks are numbered node_rank * nproc_per_node + local_rank.
+CHORUS_AUTH_TOKEN, CHORUS_STORE_EXTERNAL=1, and CHORUS_RESTART_COUNT (0, then
+1, 2, ... after each restart; TORCHELASTIC_RESTART_COUNT too) with
+TORCHELASTIC_MAX_RESTARTS. Ranks are numbered node_rank * nproc_per_node + local_rank.
 
 Authentication: every connection of the job proves knowledge of a secret.
 chorusrun makes a fresh one per job unless CHORUS_AUTH_TOKEN is set. With
@@ -240,7 +247,16 @@ ranks; if chorusrun itself dies, the kernel kills its ranks (PR_SET_PDEATHSIG).
 Each rank runs in its own process group; local rank 0 inherits stdin unless
 it is a terminal, the other ranks read /dev/null.
 
-exit status: 0 when every rank succeeded, 1 or 128+signal when one failed,
+Restarts (--max-restarts N): after a rank failed and every rank of this node
+stopped, chorusrun says so ("restarting the job", restart K of N) and starts
+all of them again with CHORUS_RESTART_COUNT=K. Communicators of restart K meet only
+those of restart K in the store, so ranks of the failed run can never join the
+new one. A program that saves checkpoints resumes from its last complete one
+(chorus-train: --checkpoint F --checkpoint-every S --resume). A job stopped by a
+signal to chorusrun or by --timeout is not restarted.
+
+exit status: 0 when every rank succeeded (in the last restart), 1 or 128+signal
+when one failed (and no restart was left),
 124 on --timeout, 2 on bad usage, 127 when the program cannot be found.
 )";
 }

@@ -18,6 +18,7 @@ struct Options {
   bool tag_output = false;     ///< --tag-output: prefix every line with "[rank] "
   double timeout_seconds = 0;  ///< --timeout: stop the job after this long (0 = never)
   bool bind_to_core = false;   ///< --bind-to core: local rank i runs on the i-th allowed CPU (mod)
+  int max_restarts = 0;        ///< --max-restarts: restarts of the whole job after a rank failed
   bool help = false;           ///< -h / --help
   bool version = false;        ///< --version
   std::vector<std::string> command;  ///< the program and its arguments

@@ -9,7 +9,10 @@
 # or world size is refused with a sentence naming the difference, before any step, leaving
 # the checkpoint as it was. fresh: --resume without a file says it starts from scratch.
 # badpath: an unwritable --checkpoint fails before step 1. options: values chorus-train
-# cannot use are refused by the parser, naming the option and the value.
+# cannot use are refused by the parser, naming the option and the value. restart: a rank
+# killed at a random moment after the first checkpoint, under chorusrun --max-restarts, is
+# restarted with the whole job, which resumes from its last complete checkpoint and ends
+# with a final checkpoint byte-identical to an uninterrupted run's.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -26,6 +29,34 @@ check_run() {  # log: exit status already checked; loss fell, replicas equal, me
 }
 
 case "$mode" in
+  restart)
+    common=(--model mlp --log-every 20 --hidden 128 --layers 2 --no-eval --steps 400
+            --checkpoint-every 20)
+    "$run" -n 2 --timeout 200 "$train" "${common[@]}" --checkpoint "$work/a.pt" \
+      >"$work/full" || fail "uninterrupted run exited with $?"
+    # Rank 1 of the first run kills itself 0-0.9 s after the first checkpoint appeared.
+    cat >"$work/killer.sh" <<'SCRIPT'
+#!/usr/bin/env bash
+if [ "$RANK" = 1 ] && [ "$CHORUS_RESTART_COUNT" = 0 ]; then
+  (while [ ! -e "$CK" ]; do sleep 0.02; done; sleep "0.$((RANDOM % 10))"; kill -9 $$) &
+fi
+exec "$@"
+SCRIPT
+    chmod +x "$work/killer.sh"
+    CK="$work/b.pt" "$run" -n 2 --timeout 200 --max-restarts 2 "$work/killer.sh" "$train" \
+      "${common[@]}" --checkpoint "$work/b.pt" --resume >"$work/restarted" 2>"$work/err" ||
+      fail "restarted run exited with $?: $(cat "$work/err")"
+    cat "$work/err" "$work/restarted"
+    grep -q "rank 1 (pid [0-9]*) was killed by signal 9" "$work/err" || fail "rank 1 was not killed"
+    grep -q "restarting the job (restart 1 of 2)" "$work/err" || fail "the job was not restarted"
+    grep -q "resumed from" "$work/restarted" || fail "the restarted job did not resume"
+    # The index holds every tensor's shape and a checksum of each piece: the model's pieces
+    # must agree (the saved optimizer state is a torch archive whose bytes vary run to run,
+    # and the file names carry each save's tag), and the data bytes of the model with them.
+    model() { grep -v -e '^tag ' -e '^file ' -e '^checksum ' -e '^piece optimizer' "$1"; }
+    diff <(model "$work/a.pt") <(model "$work/b.pt") ||
+      fail "final parameters differ from the uninterrupted run's"
+    ;;
   mlp)
     "$run" -n 2 --timeout 100 "$train" --model mlp --steps 20 --log-every 5 --hidden 256 \
       --layers 2 >"$work/log" || fail "chorusrun -n 2 chorus-train exited with $?"
