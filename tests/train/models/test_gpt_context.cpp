@@ -2,12 +2,14 @@
 // (with and without sequence parallelism) and with dp 2, the loss of every step and every
 // parameter after three SGD steps equal those of the model in one process on the same global
 // batch, the gradients reduced by the gradient reducer over dp_cp; the ledger holds exactly the
-// collectives of PARALLEL.md section 2 per step; bad layouts fail at construction with a
-// sentence.
+// collectives of PARALLEL.md section 2 per step; a checkpoint saved at tp 2 x cp 2 loads at
+// cp 2 and in one process; bad layouts fail at construction with a sentence.
 #include <chorus/error.hpp>
 #include <chorus/train/gpt.hpp>
+#include <chorus/train/gpt_checkpoint.hpp>
 #include <chorus/train/reducer.hpp>
 
+#include "../checkpoint_test_util.hpp"
 #include "../reducer/reducer_test_util.hpp"
 #include "tiny_gpt.hpp"
 
@@ -108,10 +110,14 @@ void expect_totals(const Mesh& mesh, const LedgerTotals& expected, const std::st
 //   cp: per block one all-to-all of the fused QKV (b·rows·3h/t) and one of the context
 //   (b·rows·h/t) forward, the same two backward; one all-reduce of the scalar loss forward;
 //   dp_cp: the reducer's one all-reduce per bucket of the parameters' bytes.
-void check_layout(const Layout& layout) {
+// With a `checkpoint` path, the trained model is saved there at the end. Returns the trained
+// parameters, whole (world rank 0's view).
+std::map<std::string, at::Tensor> check_layout(const Layout& layout,
+                                               const std::string& checkpoint = "") {
   SCOPED_TRACE(layout.describe());
   const Trajectory& want = reference();
   const int world = layout.tp * layout.cp * layout.dp;
+  std::map<std::string, at::Tensor> trained;
   on_mesh(world, {.dp = layout.dp, .cp = layout.cp, .tp = layout.tp}, [&](Mesh& mesh) {
     const GptModel model(config(layout.sp), mesh.tp(), mesh.cp());
     ReducerOptions options;
@@ -163,9 +169,12 @@ void check_layout(const Layout& layout) {
       expect_close(replicas, want.losses[static_cast<std::size_t>(step)], "loss");
       sgd_step(model.parameters());
     }
-    for (const auto& [name, tensor] : whole_parameters(model))
-      expect_close(tensor, want.parameters.at(name), name);
+    const std::map<std::string, at::Tensor> whole = whole_parameters(model);
+    for (const auto& [name, tensor] : whole) expect_close(tensor, want.parameters.at(name), name);
+    if (mesh.world().rank() == 0) trained = whole;
+    if (!checkpoint.empty()) save_gpt_checkpoint(checkpoint, model, {}, mesh.world());
   });
+  return trained;
 }
 
 TEST(GptContextParallel, MatchesTheOneProcessModelAtCp1To4) {
@@ -178,6 +187,22 @@ TEST(GptContextParallel, MatchesTheOneProcessModelWithTp2) {
 }
 
 TEST(GptContextParallel, MatchesTheOneProcessModelWithDp2) { check_layout({.cp = 2, .dp = 2}); }
+
+// The parameters are replicated over cp, so the checkpoint is the tp layout's: the trained
+// tensors load at another tp and cp, and alone, bit for bit.
+TEST(GptContextParallel, ACheckpointLoadsAtAnotherCpDegree) {
+  chorus::testing::TempDir dir("gpt_cp");
+  const std::string path = dir.file("ck");
+  const std::map<std::string, at::Tensor> saved = check_layout({.tp = 2, .cp = 2}, path);
+  for (const MeshDegrees degrees : {MeshDegrees{.cp = 2}, MeshDegrees{}}) {
+    on_mesh(degrees.cp, degrees, [&](Mesh& mesh) {
+      GptModel model(config(false), mesh.tp(), mesh.cp());
+      load_gpt_checkpoint(path, model);
+      for (const auto& [name, tensor] : whole_parameters(model))
+        EXPECT_TRUE(at::equal(tensor, saved.at(name))) << name;
+    });
+  }
+}
 
 void expect_error(const std::function<void()>& f, const std::string& message) {
   try {
