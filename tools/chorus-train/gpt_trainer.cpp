@@ -1,6 +1,6 @@
-// The GPT run of chorus-train: the model split over the mesh's tp group, its gradients
-// averaged over the dp group by the gradient reducer, samples of --seq-len + 1 bytes of the
-// fortunes corpus (see gpt_trainer.hpp and docs/training.md).
+// The GPT run of chorus-train: the model split over the mesh's tp and cp groups, its gradients
+// summed over cp and averaged over dp by the gradient reducer over the dp_cp group, samples of
+// --seq-len + 1 bytes of the fortunes corpus (see gpt_trainer.hpp and docs/training.md).
 #include "gpt_trainer.hpp"
 
 #include "gpt_state.hpp"
@@ -28,16 +28,30 @@ constexpr double kClipNorm = 1.0;          ///< global gradient norm clipping
 constexpr std::size_t kEvalChunk = 32;     ///< validation samples per forward pass
 constexpr std::int64_t kVocabulary = 256;  ///< byte-level tokens
 
-/// The mesh of a pure tp × dp run, after refusing a --tp that does not divide the world.
+/// The mesh of a dp × cp × tp run, after refusing a --tp, then a --cp, that does not divide
+/// what the world leaves it.
 train::Mesh make_mesh(const Options& options, const Communicator& comm) {
-  require_argument(comm.size() % options.tp == 0,
-                   "--tp " + std::to_string(options.tp) + " does not divide the world of " +
-                       std::to_string(comm.size()) +
-                       " ranks (the data-parallel degree is world / tp)");
+  const int world = comm.size(), tp = options.tp, cp = options.cp;
+  require_argument(world % tp == 0, "--tp " + std::to_string(tp) +
+                                        " does not divide the world of " + std::to_string(world) +
+                                        " ranks (the data-parallel degree is world / tp)");
+  require_argument((world / tp) % cp == 0,
+                   "--cp " + std::to_string(cp) +
+                       " does not divide world / tp = " + std::to_string(world / tp) +
+                       " ranks (the data-parallel degree is world / (tp · cp))");
   train::MeshOptions mesh;
-  mesh.degrees.tp = options.tp;
-  mesh.degrees.dp = comm.size() / options.tp;
+  mesh.degrees.tp = tp;
+  mesh.degrees.cp = cp;
+  mesh.degrees.dp = world / (tp * cp);
   return train::Mesh(comm, mesh);
+}
+
+/// The reducer over dp_cp: the sum over cp (each cp rank's gradient covers its tokens) and
+/// the mean over dp.
+train::ReducerOptions reducer_options(const Options& options, const train::Mesh& mesh) {
+  auto reducer = sync_options<train::ReducerOptions>(options);
+  reducer.divisor = mesh.layout().dp;
+  return reducer;
 }
 
 train::GptConfig gpt_config(const Options& options) {
@@ -87,15 +101,15 @@ class GptTrainer {
         train_(corpus_.train, options.seq_len),
         validation_(corpus_.validation, options.seq_len),
         mesh_(make_mesh(options, comm)),
-        model_(gpt_config(options), mesh_.tp()),
+        model_(gpt_config(options), mesh_.tp(), mesh_.cp()),
         optimizer_(make_optimizer(options, model_.parameters())),
         sampler_(train_.samples(), mesh_.coordinates().dp, mesh_.layout().dp, options.seed) {
     require_argument(
         train_.samples() > 0 && validation_.samples() > 0,
         "the corpus has too few bytes for --seq-len " + std::to_string(options.seq_len));
     restore();
-    reducer_ = std::make_unique<train::GradientReducer>(
-        model_.parameters(), mesh_.dp(), sync_options<train::ReducerOptions>(options_));
+    reducer_ = std::make_unique<train::GradientReducer>(model_.parameters(), mesh_.data_context(),
+                                                        reducer_options(options_, mesh_));
   }
 
   void train() {
@@ -120,7 +134,8 @@ class GptTrainer {
     return "model: gpt layers " + std::to_string(c.layers) + " hidden " + std::to_string(c.hidden) +
            " heads " + std::to_string(c.heads) + " seq-len " + std::to_string(c.sequence) +
            " vocab 256; tp " + std::to_string(mesh_.layout().tp) +
-           (c.sequence_parallel ? " (sequence parallel)" : "") + " x dp " +
+           (c.sequence_parallel ? " (sequence parallel)" : "") +
+           (mesh_.layout().cp > 1 ? " x cp " + std::to_string(mesh_.layout().cp) : "") + " x dp " +
            std::to_string(mesh_.layout().dp) + " x batch " + std::to_string(options_.batch) +
            "; corpus " + std::to_string(corpus_.train.size()) + " train bytes (" +
            std::to_string(corpus_.train_documents) + " fortunes), " +
@@ -142,18 +157,24 @@ class GptTrainer {
     const torch::Tensor loss = model_.loss(tokens, targets);
     loss.backward();
     reducer_->finish_step();
-    // The dp average and the tp sum of sequence-parallel partial gradients commute.
+    // The dp_cp reduction and the tp sum of sequence-parallel partial gradients commute.
     train::all_reduce_partial_gradients(model_.partial_gradient_parameters(), mesh_.tp());
-    train::clip_grad_norm(norm_pieces(), {mesh_.tp(), mesh_.dp()}, kClipNorm);
+    train::clip_grad_norm(norm_pieces(), {mesh_.tp(), mesh_.data_context()}, kClipNorm);
     optimizer_->step();
     loss_sum_ += loss.item<double>();
     steps_ += 1;
-    if (mesh_.coordinates().tp == 0) tokens_ += tokens.numel();
+    if (holds_replica_sums()) tokens_ += tokens.numel();
     ++step_;
   }
 
-  /// Every parameter's gradient as it lies over {tp, dp}: tp shards or replicated over tp;
-  /// replicated over dp once reduced.
+  /// Whether this rank counts its replica's tokens and losses: one rank of each tp × cp block
+  /// (each of them sees the whole batch and the same loss).
+  bool holds_replica_sums() const {
+    return mesh_.coordinates().tp == 0 && mesh_.coordinates().cp == 0;
+  }
+
+  /// Every parameter's gradient as it lies over {tp, dp_cp}: tp shards or replicated over tp;
+  /// replicated over dp_cp once reduced.
   std::vector<train::NormPiece> norm_pieces() const {
     std::vector<train::NormPiece> pieces;
     for (const train::GptParameter& p : model_.named_parameters()) {
@@ -198,7 +219,7 @@ class GptTrainer {
       }
       const auto [tokens, targets] = validation_.batch(indices);
       const double mean = model_.loss(tokens, targets).item<double>();
-      if (mesh_.coordinates().tp != 0) continue;  // one copy of each replica's sums
+      if (!holds_replica_sums()) continue;  // one copy of each replica's sums
       sums.loss_sum += mean * static_cast<double>(tokens.numel());
       sums.count += tokens.numel();
     }
@@ -216,8 +237,8 @@ class GptTrainer {
   }
 
   /// What a resume must match besides the model (which the checkpoint checks itself): the
-  /// optimizer and everything that decides which samples each step takes. The tp degree is
-  /// not recorded: a checkpoint loads at any.
+  /// optimizer and everything that decides which samples each step takes. The tp and cp
+  /// degrees are not recorded: a checkpoint loads at any.
   train::RunConfig run_config() const {
     train::RunConfig config = common_run_config(options_);
     config["--model"] = "gpt";

@@ -126,6 +126,7 @@ const std::map<std::string, Setter>& valued_options() {
          p.layers = static_cast<int>(to_int("--layers", v, 1, 64));
        }},
       {"--tp", small_integer(&Options::tp, "--tp", 1, 4096)},
+      {"--cp", small_integer(&Options::cp, "--cp", 1, 4096)},
       {"--heads", integer(&Options::heads, "--heads", 1, 4096)},
       {"--seq-len", integer(&Options::seq_len, "--seq-len", 2, 1 << 16)},
       {"--eval-every", integer(&Options::eval_every, "--eval-every", 0)},
@@ -184,6 +185,7 @@ bool set_flag(Options& o, const std::string& word) {
 void check_gpt_options(const Options& o) {
   if (o.model != ModelKind::Gpt) {
     if (o.tp != 1) throw bad("--tp", std::to_string(o.tp), "needs --model gpt");
+    if (o.cp != 1) throw bad("--cp", std::to_string(o.cp), "needs --model gpt");
     if (o.sequence_parallel) throw bad("--sequence-parallel", "", "needs --model gpt");
     return;
   }
@@ -253,7 +255,7 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --model mlp|lstm|gpt   mlp: Fashion-MNIST classifier 784-H-..-H-10 (--hidden, --layers);
                          lstm: character-level LSTM on /usr/share/common-licenses;
                          gpt: byte-level GPT on the fortunes corpus, split over --tp
-                         ranks, data parallel over N / tp replicas                [mlp]
+                         and --cp ranks, data parallel over N / (tp·cp) replicas  [mlp]
   --epochs E             passes over the training set, 1..1000000               [1]
   --batch B              samples per (data-parallel) replica per step, 1..1048576
                                                                        [64; gpt: 8]
@@ -270,13 +272,14 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --checkpoint PATH      save model, optimizer, step, sampler state and the run's
                          configuration at the end; rank 0 checks that it can write PATH
                          before the first step (gpt: also PATH.<optimizer state>; loads
-                         at any --tp)
+                         at any --tp and --cp)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint
                          was made with another --model, --hidden, --layers, --optimizer,
                          --lr, --batch, --seed, world size or training set (gpt: the
-                         model's --layers, --hidden, --heads, --seq-len, and dp, not tp)
+                         model's --layers, --hidden, --heads, --seq-len, and dp, not tp
+                         or cp)
   --seed S               initial weights and data order, >= 0                   [1]
   --bucket-cap-mb M      DDP gradient bucket cap in MiB, 0.001..65536           [25]
   --compression C        gradients on the wire: none|fp16|bf16                  [none]
@@ -287,11 +290,14 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --layers L             MLP hidden layers / GPT blocks, 1..64         [3; gpt: 2]
   --no-eval              skip the final test-set evaluation
 GPT (--model gpt; --no-sync and --alternate-sync do not apply):
-  --tp T                 tensor-parallel degree, dividing N; dp = N / T, 1..4096  [1]
+  --tp T                 tensor-parallel degree, dividing N, 1..4096              [1]
+  --cp U                 context-parallel (Ulysses) degree: each of U ranks holds
+                         S/U tokens of every sample; T·U divides N, dp = N / (T·U),
+                         1..4096                                                 [1]
   --sequence-parallel    Megatron sequence parallelism on the tp group
-  --heads A              attention heads, a multiple of T, dividing --hidden     [4]
-  --seq-len S            tokens per sample, 2..65536 (with --sequence-parallel a
-                         multiple of T)                                          [64]
+  --heads A              attention heads, a multiple of T·U, dividing --hidden   [4]
+  --seq-len S            tokens per sample, 2..65536, a multiple of U (with
+                         --sequence-parallel of T·U)                             [64]
   --corpus DIR           the fortune files            [/usr/share/games/fortunes]
   --eval-every N         validation loss every N steps (0: only the final one)   [50]
   --eval-windows W       validation samples each evaluation uses, evenly spaced

@@ -40,7 +40,8 @@ struct Options {
   std::int64_t hidden = 1024;
   int layers = 3;  ///< --layers: MLP hidden layers / GPT blocks (default 3 / 2)
   // GPT only (--model gpt):
-  int tp = 1;                       ///< --tp: tensor-parallel degree; dp = world / tp
+  int tp = 1;                       ///< --tp: tensor-parallel degree
+  int cp = 1;                       ///< --cp: context-parallel degree; dp = world / (tp·cp)
   bool sequence_parallel = false;   ///< --sequence-parallel (needs --model gpt)
   std::int64_t heads = 4;           ///< --heads: attention heads
   std::int64_t seq_len = 64;        ///< --seq-len: tokens per sample

@@ -14,6 +14,14 @@
 // rows head by head: row (i·3 + p)·d + j is element j of part p (0 q, 1 k, 2 v) of head i,
 // d = h/a (Megatron's layout), so rank r's contiguous rows are exactly its heads' q, k and v.
 // No dropout.
+//
+// Ulysses context parallelism (the three-group constructor): the cp group's u ranks each hold
+// s/u consecutive tokens of the sequence for everything outside the attention core (the
+// embedding with those tokens' global positions, LayerNorms, MLP, loss); around the core an
+// all-to-all turns the sequence split into a split of the tp rank's heads and back (one for
+// the fused QKV and one for the context, forward and backward). The loss is the mean over all
+// s·b tokens on every rank; each parameter's full gradient is the sum of its gradients over
+// cp (over dp·cp with data parallelism: the gradient reducer over the dp_cp group).
 #pragma once
 
 #include <chorus/export.hpp>
@@ -24,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,22 +67,27 @@ class CHORUS_EXPORT GptModel {
   /// is not a multiple of heads, heads (or, under sequence parallelism, sequence) is not a
   /// multiple of the tp group's size.
   GptModel(const GptConfig& config, const Group& tp);
+  /// With Ulysses context parallelism over `cp` as well: also InvalidArgument naming the
+  /// numbers when heads/t or the sequence (s/t under sequence parallelism) is not a multiple
+  /// of the cp group's size u. A group of one rank is the two-group model.
+  GptModel(const GptConfig& config, const Group& tp, const Group& cp);
   ~GptModel();
   GptModel(GptModel&&) noexcept;
   GptModel& operator=(GptModel&&) noexcept;
 
-  /// int64 tokens [s, b], s ≤ config.sequence (a multiple of t under sequence parallelism) ->
-  /// this rank's logits [s, b, padded_vocab(V, t) / t].
+  /// int64 tokens [s, b], s ≤ config.sequence (a multiple of t under sequence parallelism, of
+  /// u under context parallelism) -> this rank's logits [s, b, padded_vocab(V, t) / t] (under
+  /// context parallelism the rows of this cp rank's s/u tokens).
   at::Tensor logits(const at::Tensor& tokens) const;
-  /// The mean over the s·b tokens of the cross-entropy of predicting `targets` [s, b]; the
-  /// same scalar on every rank.
+  /// The mean over the s·b tokens of the cross-entropy of predicting `targets` [s, b] (the
+  /// whole sequence on every cp rank); the same scalar on every rank.
   at::Tensor loss(const at::Tensor& tokens, const at::Tensor& targets) const;
 
   /// The forward pass in pieces, for pipeline stages that each run a contiguous part of it:
   /// logits(tokens) == head(run_blocks(embed(tokens), 0, layers)). `embed` checks the tokens as
-  /// logits does and returns the embedded input [s, b, h] (under sequence parallelism this
-  /// rank's s/t rows); `run_blocks` runs blocks [first, first + count); `head` applies the final
-  /// LayerNorm and the tied logits.
+  /// logits does and returns the embedded input [s, b, h] (this cp rank's s/u rows, and under
+  /// sequence parallelism this tp rank's s/(u·t) of them); `run_blocks` runs blocks
+  /// [first, first + count); `head` applies the final LayerNorm and the tied logits.
   at::Tensor embed(const at::Tensor& tokens) const;
   at::Tensor run_blocks(const at::Tensor& hidden, std::int64_t first, std::int64_t count) const;
   at::Tensor head(const at::Tensor& hidden) const;
@@ -81,6 +95,8 @@ class CHORUS_EXPORT GptModel {
   const GptConfig& config() const;
   /// The tensor-parallel group the model is split over.
   const Group& tp() const;
+  /// The context-parallel group (none for the two-group constructor).
+  const std::optional<Group>& cp() const;
   /// Every parameter in a fixed order (embedding, position embedding, blocks, final norm).
   std::vector<GptParameter> named_parameters() const;
   std::vector<at::Tensor> parameters() const;

@@ -3,9 +3,12 @@
 // Attention on a rank: the column-parallel QKV output [s, b, (a/t)·3·d] is viewed as
 // [s, b, a/t, 3, d] (the head-major layout of gpt.hpp), each head's causal attention is
 // softmax(q·kᵀ/√d + mask)·v with −∞ above the diagonal, and the heads' outputs [s, b, (a/t)·d]
-// are the row-parallel projection's parallel input.
+// are the row-parallel projection's parallel input. Under context parallelism the core runs on
+// the whole sequence and a u-th of those heads, between the two all-to-alls of
+// context_parallel.hpp.
 #include "../autograd/tensor_collectives.hpp"
 #include "../tensor_parallel/parameters.hpp"
+#include "context_parallel.hpp"
 
 #include <chorus/error.hpp>
 #include <chorus/train/gpt.hpp>
@@ -47,8 +50,10 @@ struct Block {
   ColumnParallelLinear qkv, fc1;
   RowParallelLinear proj, fc2;
   std::int64_t head_dim;
+  detail::ContextSplit cp;
 
-  Block(const GptConfig& c, const Group& tp, std::int64_t index)
+  Block(const GptConfig& c, const Group& tp, const detail::ContextSplit& context,
+        std::int64_t index)
       : name("layers." + std::to_string(index)),
         input_norm(c, name + ".input_norm"),
         post_attention_norm(c, name + ".post_attention_norm"),
@@ -60,25 +65,30 @@ struct Block {
              {.sequence_parallel = c.sequence_parallel}),
         fc2(4 * c.hidden, c.hidden, tp, layer_init(c, name + ".mlp.fc2", output_std(c)),
             {.sequence_parallel = c.sequence_parallel}),
-        head_dim(c.hidden / c.heads) {}
+        head_dim(c.hidden / c.heads),
+        cp(context) {}
 
   static double output_std(const GptConfig& c) {
     return c.init_std / std::sqrt(2.0 * static_cast<double>(c.layers));
   }
 
-  /// [s, b, h] (replicated) -> this rank's heads' outputs [s, b, (a/t)·d].
+  /// [s, b, h] (replicated; under cp this rank's s/u rows) -> this rank's heads' outputs
+  /// [s, b, (a/t)·d] (the same rows).
   at::Tensor attention(const at::Tensor& x) const {
     const at::Tensor fused = qkv.forward(x);
-    const std::int64_t s = fused.size(0), b = fused.size(1), d = head_dim;
-    // [s, b, heads, 3, d] -> [3, b, heads, s, d]
-    const at::Tensor parts = fused.view({s, b, -1, 3, d}).permute({3, 1, 2, 0, 4});
+    const std::int64_t rows = fused.size(0), b = fused.size(1), d = head_dim;
+    // [rows, b, heads, 3, d] -> [s, b, heads/u, 3, d] -> [3, b, heads/u, s, d]
+    const at::Tensor heads = cp.to_heads(fused.view({rows, b, -1, 3, d}));
+    const std::int64_t s = heads.size(0);
+    const at::Tensor parts = heads.permute({3, 1, 2, 0, 4});
     const at::Tensor q = parts[0], k = parts[1], v = parts[2];
     const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(d));
     const at::Tensor future = at::ones({s, s}, at::kBool).triu(1);
     const at::Tensor probabilities =
         at::softmax(scores.masked_fill(future, -std::numeric_limits<double>::infinity()), -1);
-    // [b, heads, s, d] -> [s, b, heads·d]
-    return at::matmul(probabilities, v).permute({2, 0, 1, 3}).reshape({s, b, -1});
+    // [b, heads/u, s, d] -> [s, b, heads/u, d] -> [rows, b, heads·d]
+    return cp.to_sequence(at::matmul(probabilities, v).permute({2, 0, 1, 3}))
+        .reshape({rows, b, -1});
   }
 
   at::Tensor forward(const at::Tensor& x) const {
@@ -87,8 +97,8 @@ struct Block {
   }
 };
 
-/// `c`, after checking it against the tp group.
-const GptConfig& checked(const GptConfig& c, const Group& tp) {
+/// `c`, after checking it against the tp and cp groups.
+const GptConfig& checked(const GptConfig& c, const Group& tp, const detail::ContextSplit& cp) {
   const auto number = [](std::int64_t v) { return std::to_string(v); };
   require_argument(
       c.layers >= 1 && c.hidden >= 1 && c.heads >= 1 && c.vocab >= 1 && c.sequence >= 1,
@@ -101,6 +111,7 @@ const GptConfig& checked(const GptConfig& c, const Group& tp) {
   if (c.sequence_parallel)
     detail::require_features("GptModel (sequence parallel)", "sequence", c.sequence, tp.size(),
                              tp.name.c_str());
+  detail::check_context_parallel(c, tp.size(), cp.size());
   return c;
 }
 
@@ -109,39 +120,46 @@ const GptConfig& checked(const GptConfig& c, const Group& tp) {
 struct GptModel::Impl {
   GptConfig config;
   Group tp;
+  detail::ContextSplit cp;
   VocabParallelEmbedding embedding;
   at::Tensor position;  ///< [sequence, h], replicated
   std::vector<Block> blocks;
   LayerNorm final_norm;
 
-  Impl(const GptConfig& c, const Group& g)
-      : config(checked(c, g)),
+  Impl(const GptConfig& c, const Group& g, const detail::ContextSplit& context)
+      : config(checked(c, g, context)),
         tp(g),
+        cp(context),
         embedding(c.vocab, c.hidden, g, layer_init(c, "embedding", c.init_std),
                   {.sequence_parallel = c.sequence_parallel}),
         position(replicated_parameter(c, "position_embedding.weight", {c.sequence, c.hidden},
                                       InitKind::Normal, c.init_std)),
         final_norm(c, "final_norm") {
     blocks.reserve(static_cast<std::size_t>(c.layers));
-    for (std::int64_t i = 0; i < c.layers; ++i) blocks.emplace_back(c, g, i);
+    for (std::int64_t i = 0; i < c.layers; ++i) blocks.emplace_back(c, g, cp, i);
   }
 
-  /// The position embedding of this rank's rows of the first `s` positions, [rows, 1, h].
+  /// The position embedding of this rank's rows of the first `s` positions, [rows, 1, h]:
+  /// the cp rank's s/u rows, split again over tp under sequence parallelism.
   at::Tensor positions(std::int64_t s) const {
-    if (!config.sequence_parallel) return position.narrow(0, 0, s).unsqueeze(1);
-    const std::int64_t rows = s / tp.size();
-    return position.narrow(0, rows * tp.rank(), rows).unsqueeze(1);
+    const std::int64_t first = cp.first_row(s), local = s / cp.size();
+    if (!config.sequence_parallel) return position.narrow(0, first, local).unsqueeze(1);
+    const std::int64_t rows = local / tp.size();
+    return position.narrow(0, first + rows * tp.rank(), rows).unsqueeze(1);
   }
 };
 
 GptModel::GptModel(const GptConfig& config, const Group& tp)
-    : impl_(std::make_unique<Impl>(config, tp)) {}
+    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit())) {}
+GptModel::GptModel(const GptConfig& config, const Group& tp, const Group& cp)
+    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(cp))) {}
 GptModel::~GptModel() = default;
 GptModel::GptModel(GptModel&&) noexcept = default;
 GptModel& GptModel::operator=(GptModel&&) noexcept = default;
 
 const GptConfig& GptModel::config() const { return impl_->config; }
 const Group& GptModel::tp() const { return impl_->tp; }
+const std::optional<Group>& GptModel::cp() const { return impl_->cp.group(); }
 
 at::Tensor GptModel::logits(const at::Tensor& tokens) const {
   return head(run_blocks(embed(tokens), 0, impl_->config.layers));
@@ -155,7 +173,8 @@ at::Tensor GptModel::embed(const at::Tensor& tokens) const {
   require_argument(s >= 1 && s <= c.sequence, "GptModel: a sequence of " + std::to_string(s) +
                                                   " tokens, the model holds " +
                                                   std::to_string(c.sequence) + " positions");
-  return impl_->embedding.forward(tokens) + impl_->positions(s);
+  const at::Tensor local = impl_->cp.local_rows(tokens);
+  return impl_->embedding.forward(local) + impl_->positions(s);
 }
 
 at::Tensor GptModel::run_blocks(const at::Tensor& hidden, std::int64_t first,
@@ -175,9 +194,9 @@ at::Tensor GptModel::head(const at::Tensor& hidden) const {
 }
 
 at::Tensor GptModel::loss(const at::Tensor& tokens, const at::Tensor& targets) const {
-  const at::Tensor per_token =
-      vocab_parallel_cross_entropy(logits(tokens), targets, impl_->tp, impl_->config.vocab);
-  return per_token.mean();
+  const at::Tensor per_token = vocab_parallel_cross_entropy(
+      logits(tokens), impl_->cp.local_rows(targets), impl_->tp, impl_->config.vocab);
+  return impl_->cp.mean(per_token);
 }
 
 std::vector<GptParameter> GptModel::named_parameters() const {

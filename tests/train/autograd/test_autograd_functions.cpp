@@ -187,6 +187,24 @@ TEST(Functions, UlyssesRoundTripIsTheIdentity) {
   });
 }
 
+// The GPT model's layout: [s/u, b, heads, 3, d] with the sequence first and the heads third;
+// the first all-to-all gives [s, b, heads/u, 3, d], the second undoes it, gradients included.
+TEST(Functions, UlyssesRoundTripOnTheModelLayout) {
+  run([](const Group& g, int r, int n) {
+    const std::int64_t s = 2 * n, heads = 3 * n;
+    at::Tensor full = filled({s, 2, heads, 3, 2}, 17.0), w = filled({s, 2, heads, 3, 2}, 18.0);
+    at::Tensor x = slice(full, n, r, 0).clone().requires_grad_();
+    at::Tensor y = sequence_to_heads(x, g, 0, 2);
+    EXPECT_TRUE(at::equal(y, slice(full, n, r, 2)));
+    at::Tensor back = heads_to_sequence(y, g, 0, 2);
+    EXPECT_TRUE(at::equal(back, x));
+    (back * slice(w, n, r, 0)).sum().backward();
+    EXPECT_TRUE(at::equal(x.grad(), slice(w, n, r, 0)));
+    const LedgerEntry entry{"tp", CollectiveKind::AllToAll, x.nbytes()};
+    expect_ledger(g, {entry, entry, entry, entry});
+  });
+}
+
 TEST(Functions, Float32Works) {
   run([](const Group& g, int r, int n) {
     at::Tensor x = filled({2, n}, 16.0 + r, at::kFloat).requires_grad_();

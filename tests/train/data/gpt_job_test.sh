@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train --model gpt under chorusrun (registered by CMakeLists.txt):
-#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN tp|dp|sp|tpdp|resume|refused
+#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN tp|dp|sp|tpdp|resume|refused|cp
 # tp / dp: 2 ranks at tp 2 (dp 1) / at tp 1 x dp 2 train a few steps: the loss falls, the
 # periodic validation loss and the final perplexity are printed. sp: tp 2 with and without
 # --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
@@ -8,6 +8,10 @@
 # samples per replica): the dp reducer and the tp partial gradients together are right.
 # resume: a run saved at tp 2 after 6 steps and resumed at tp 1 prints the per-step losses of
 # an uninterrupted tp 2 run (relative 1e-4: another tp degree sums in another order).
+# cp: 2 ranks at --cp 2 (dp 1) give the per-step losses of one rank (fp32, relative 1e-5) and
+# print the periodic and final validation loss; a --cp 2 run saved after 3 steps and resumed
+# alone (cp 1) continues with the uninterrupted run's losses (relative 1e-4); --cp 2 at world 3,
+# heads 4 at --cp 3, --seq-len 33 at --cp 2 and --cp without --model gpt are refused.
 # refused: world 3 with --tp 2, a missing corpus, --tp without --model gpt, and resuming with
 # another --hidden or --batch fail before step 1 with their sentence.
 set -euo pipefail
@@ -93,6 +97,33 @@ case "$mode" in
       "$train" "${small[@]}" --hidden 64 --steps 2 --checkpoint "$work/ck" --resume
     refused batch "--batch 8, this run has --batch 4" \
       "$train" "${small[@]}" --batch 4 --steps 2 --checkpoint "$work/ck" --resume
+    ;;
+  cp)
+    common=("${small[@]}" --steps 6)
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --cp 2 --eval-every 3 >"$work/cp2" ||
+      fail "cp 2 exited with $?"
+    "$train" "${common[@]}" --no-eval --eval-every 0 >"$work/cp1" || fail "cp 1 exited with $?"
+    cat "$work/cp2" "$work/cp1"
+    grep -q "tp 1 x cp 2 x dp 1" "$work/cp2" || fail "not tp 1 x cp 2 x dp 1"
+    grep -q "^validation step 3: loss .* perplexity" "$work/cp2" || fail "no periodic validation"
+    grep -q "^final validation: loss .* perplexity" "$work/cp2" || fail "no final perplexity"
+    same_losses "$work/cp2" "$work/cp1" 1e-5
+    "$run" -n 2 --timeout 100 "$train" "${small[@]}" --cp 2 --steps 3 --no-eval --eval-every 0 \
+      --checkpoint "$work/ck" >"$work/first" || fail "first half at cp 2 exited with $?"
+    "$train" "${common[@]}" --no-eval --eval-every 0 --checkpoint "$work/ck" --resume \
+      >"$work/second" || fail "resumed run at cp 1 exited with $?"
+    cat "$work/second"
+    grep -q "resumed from .* at step 3" "$work/second" || fail "the second run did not resume"
+    awk '$1 != "epoch" || $4 > 3' "$work/cp2" >"$work/cp2_after_3"
+    same_losses "$work/cp2_after_3" "$work/second" 1e-4
+    refused world3 "--cp 2 does not divide world / tp = 3 ranks" \
+      "$run" -n 3 --timeout 60 "$train" --model gpt --cp 2 --steps 2
+    cp_error="GptModel (context parallel)"
+    refused heads "$cp_error: heads 4 / tp 1 = 4 per rank is not a multiple of the cp group's 3" \
+      "$run" -n 3 --timeout 60 "$train" "${small[@]}" --cp 3 --steps 2
+    refused seq "$cp_error: sequence 33 is not a multiple of the cp group's 2 ranks" \
+      "$run" -n 2 --timeout 60 "$train" "${small[@]}" --seq-len 33 --cp 2 --steps 2
+    refused mlp_cp "--cp '2' is not valid: needs --model gpt" "$train" --model mlp --cp 2
     ;;
   *) fail "unknown mode $mode" ;;
 esac
