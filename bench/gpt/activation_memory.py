@@ -1,18 +1,22 @@
 """The activation memory of the GPT model's blocks, as docs/parallel.md derives it."""
 
 
-def activation_formula(s, b, h, a, t, sp):
+def activation_formula(s, b, h, a, t, sp, u=1):
     """Bytes torch holds for backward per GPT block, fp32, no dropout (docs/parallel.md).
 
-    Elements per block: its output and the second LayerNorm's input (sbh each; s/t under
-    SP), the inputs of QKV and fc1 (sbh each, the gathered ones under SP), q, k and v copies
-    for the batched products (3sbh/t), the attention output (sbh/t), the softmax output
-    (a/t·b·s²), fc1's output and GELU's (4sbh/t each), the two LayerNorms' means and inverse
-    deviations (4sb, or 4sb/t under SP); plus the causal mask, s² bools.
+    A rank holds r = s/u tokens outside attention (Ulysses cp degree u). Elements per block:
+    its output and the second LayerNorm's input (rbh each; r/t under SP), the inputs of QKV
+    and fc1 (rbh each, the gathered ones under SP), q, k and v copies for the batched
+    products (3rbh/t), the attention output (rbh/t), the softmax output (a/(tu)·b·s²: every
+    query of the sequence for the rank's heads), fc1's output and GELU's (4rbh/t each), the two
+    LayerNorms' means and inverse deviations (4rb, or 4rb/t under SP); plus the causal mask,
+    s² bools.
     """
-    sbh = s * b * h
+    r = s // u
+    rbh = r * b * h
+    attention = (a // (t * u)) * b * s * s
     if sp:
-        elements = 2 * sbh + 14 * sbh // t + (a // t) * b * s * s + 4 * s * b // t
+        elements = 2 * rbh + 14 * rbh // t + attention + 4 * r * b // t
     else:
-        elements = 4 * sbh + 12 * sbh // t + (a // t) * b * s * s + 4 * s * b
+        elements = 4 * rbh + 12 * rbh // t + attention + 4 * r * b
     return 4 * elements + s * s

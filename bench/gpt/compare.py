@@ -3,7 +3,7 @@
 
 Runs bench/gpt/gpt_bench (built with the training layer) for each layout with the same
 global batch: the one-process run with --threads torch threads, then tp=1 (dp = ranks),
-tp=ranks, tp=ranks with sequence parallelism, under chorusrun with one torch thread per rank.
+tp=ranks, tp=ranks with sequence parallelism, cp=ranks (Ulysses), under chorusrun with one torch thread per rank.
 The layouts run one after the other, --repeats times, in rotated order; the report gives
 each layout's median tokens/s over the repeats with its range, and its median ratio to the
 one-process run of the same repeat.
@@ -41,9 +41,10 @@ def run(cmd, env, timeout):
 
 
 def layouts(ranks):
-    """(name, ranks, tp, sp): the one-process run first."""
-    return [("one process", 1, 1, False), (f"tp=1 (dp={ranks})", ranks, 1, False),
-            (f"tp={ranks}", ranks, ranks, False), (f"tp={ranks}+SP", ranks, ranks, True)]
+    """(name, ranks, tp, cp, sp): the one-process run first."""
+    return [("one process", 1, 1, 1, False), (f"tp=1 (dp={ranks})", ranks, 1, 1, False),
+            (f"tp={ranks}", ranks, ranks, 1, False), (f"tp={ranks}+SP", ranks, ranks, 1, True),
+            (f"cp={ranks}", ranks, 1, ranks, False)]
 
 
 def main():
@@ -72,9 +73,9 @@ def main():
         order = layouts(o.ranks)
         order = order[repeat % len(order):] + order[:repeat % len(order)]
         this = {}
-        for name, ranks, tp, sp in order:
-            dp = ranks // tp
-            args = [bench, "--tp", str(tp), "--layers", str(o.layers), "--hidden", str(o.hidden),
+        for name, ranks, tp, cp, sp in order:
+            dp = ranks // (tp * cp)
+            args = [bench, "--tp", str(tp), "--cp", str(cp), "--layers", str(o.layers), "--hidden", str(o.hidden),
                     "--heads", str(o.heads), "--seq", str(o.seq), "--batch", str(o.batch // dp),
                     "--steps", str(o.steps), "--warmup", str(o.warmup)]
             if sp:
@@ -101,11 +102,11 @@ def main():
              "ledger bytes/step (rank 0) | calls |",
              "|---|--:|--:|--:|--:|--:|--:|"]
     failures = []
-    for name, ranks, tp, sp in layouts(o.ranks):
+    for name, ranks, tp, cp, sp in layouts(o.ranks):
         r = rows[name]
-        dp = ranks // tp
+        dp = ranks // (tp * cp)
         measured = int(r["activation_bytes_per_layer"])
-        formula = activation_formula(o.seq, o.batch // dp, o.hidden, o.heads, tp, sp)
+        formula = activation_formula(o.seq, o.batch // dp, o.hidden, o.heads, tp, sp, cp)
         if abs(measured - formula) > 0.10 * formula:
             failures.append(f"{name}: {measured} activation bytes per layer, formula {formula}")
         v = results[name]

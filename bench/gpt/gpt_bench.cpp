@@ -1,12 +1,13 @@
 // gpt_bench: the GPT model's training speed and activation memory at one layout.
 //
-//   gpt_bench [--tp T] [--sequence-parallel] [--layers L] [--hidden H] [--heads A] [--seq S]
+//   gpt_bench [--tp T] [--cp U] [--sequence-parallel] [--layers L] [--hidden H] [--heads A] [--seq
+//   S]
 //             [--batch B] [--steps N] [--warmup W] [--threads K] [--seed X]
 //
-// Run alone (one process) or under chorusrun (dp = world / T). Tokens are random bytes, the
-// same on the ranks of a tp group. Prints one line on rank 0:
+// Run alone (one process) or under chorusrun (dp = world / (T·U)). Tokens are random bytes,
+// the same on the ranks of a tp × cp block. Prints one line on rank 0:
 //
-//   gpt_bench tp=T sp=0|1 dp=D layers=L hidden=H heads=A seq=S batch=B threads=K
+//   gpt_bench tp=T cp=U sp=0|1 dp=D layers=L hidden=H heads=A seq=S batch=B threads=K
 //             tokens_per_s=... step_ms_median=... step_ms_min=... step_ms_max=...
 //             activation_bytes_per_layer=... ledger_bytes_per_step=... ledger_calls_per_step=...
 //
@@ -15,7 +16,8 @@
 // minus those alive after the embedding, over L (each block's output counted, its input
 // not: the previous block's output). The ledger figures are one step's logical collectives on
 // this rank (rank 0). step_ms: wall time of zero_grad, forward, backward, the gradient
-// reductions (dp average, tp sum of SP's partial gradients) and an SGD step; the slowest
+// reductions (sum over cp and average over dp, tp sum of SP's partial gradients) and an SGD
+// step; the slowest
 // rank's median over the timed steps.
 #include "counting_allocator.hpp"
 
@@ -29,9 +31,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -41,18 +43,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  int tp = 1;
   bool sequence_parallel = false;
-  std::int64_t layers = 2, hidden = 512, heads = 8, seq = 128, batch = 8;
-  int steps = 10, warmup = 2, threads = 1;
-  std::uint64_t seed = 1;
+  std::int64_t tp = 1, cp = 1, layers = 2, hidden = 512, heads = 8, seq = 128, batch = 8;
+  std::int64_t steps = 10, warmup = 2, threads = 1, seed = 1;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
-  std::cerr << "gpt_bench: " << problem
-            << "\nusage: gpt_bench [--tp T] [--sequence-parallel] [--layers L] [--hidden H] "
-               "[--heads A] [--seq S] [--batch B] [--steps N] [--warmup W] [--threads K] "
-               "[--seed X]\n";
+  std::cerr
+      << "gpt_bench: " << problem
+      << "\nusage: gpt_bench [--tp T] [--cp U] [--sequence-parallel] [--layers L] [--hidden H] "
+         "[--heads A] [--seq S] [--batch B] [--steps N] [--warmup W] [--threads K] "
+         "[--seed X]\n";
   std::exit(2);
 }
 
@@ -69,30 +70,19 @@ Options parse(int argc, char** argv) {
     char* end = nullptr;
     const long long value = std::strtoll(text, &end, 10);
     if (*text == '\0' || *end != '\0' || value < 0) usage(flag + " takes a number, not " + text);
-    if (flag == "--tp")
-      o.tp = static_cast<int>(value);
-    else if (flag == "--layers")
-      o.layers = value;
-    else if (flag == "--hidden")
-      o.hidden = value;
-    else if (flag == "--heads")
-      o.heads = value;
-    else if (flag == "--seq")
-      o.seq = value;
-    else if (flag == "--batch")
-      o.batch = value;
-    else if (flag == "--steps")
-      o.steps = static_cast<int>(value);
-    else if (flag == "--warmup")
-      o.warmup = static_cast<int>(value);
-    else if (flag == "--threads")
-      o.threads = static_cast<int>(value);
-    else if (flag == "--seed")
-      o.seed = static_cast<std::uint64_t>(value);
-    else
-      usage("unknown option " + flag);
+    const std::pair<const char*, std::int64_t*> numbers[] = {
+        {"--tp", &o.tp},           {"--cp", &o.cp},       {"--layers", &o.layers},
+        {"--hidden", &o.hidden},   {"--heads", &o.heads}, {"--seq", &o.seq},
+        {"--batch", &o.batch},     {"--steps", &o.steps}, {"--warmup", &o.warmup},
+        {"--threads", &o.threads}, {"--seed", &o.seed}};
+    const auto known = std::find_if(std::begin(numbers), std::end(numbers),
+                                    [&](const auto& n) { return flag == n.first; });
+    if (known == std::end(numbers)) usage("unknown option " + flag);
+    *known->second = value;
   }
-  if (o.tp < 1 || o.layers < 1 || o.steps < 1 || o.threads < 1) usage("a value is out of range");
+  if (o.tp < 1 || o.cp < 1 || o.layers < 1 || o.steps < 1 || o.threads < 1 || o.tp > 4096 ||
+      o.cp > 4096 || o.threads > 256)
+    usage("a value is out of range");
   return o;
 }
 
@@ -126,12 +116,13 @@ int main(int argc, char** argv) {
   auto& counter = chorus::bench::CountingAllocator::install();
   const Options o = parse(argc, argv);
   try {
-    torch::set_num_threads(o.threads);
+    torch::set_num_threads(static_cast<int>(o.threads));
     chorus::Communicator world = connect();
-    if (world.size() % o.tp != 0) usage("--tp does not divide the world");
+    if (world.size() % (o.tp * o.cp) != 0) usage("--tp x --cp does not divide the world");
     chorus::train::MeshOptions mesh_options;
-    mesh_options.degrees.tp = o.tp;
-    mesh_options.degrees.dp = world.size() / o.tp;
+    mesh_options.degrees.tp = static_cast<int>(o.tp);
+    mesh_options.degrees.cp = static_cast<int>(o.cp);
+    mesh_options.degrees.dp = world.size() / static_cast<int>(o.tp * o.cp);
     chorus::train::Mesh mesh(world, mesh_options);
     chorus::train::GptConfig config{.layers = o.layers,
                                     .hidden = o.hidden,
@@ -139,19 +130,23 @@ int main(int argc, char** argv) {
                                     .vocab = 256,
                                     .sequence = o.seq,
                                     .sequence_parallel = o.sequence_parallel,
-                                    .seed = o.seed};
-    chorus::train::GptModel model(config, mesh.tp());
+                                    .seed = static_cast<std::uint64_t>(o.seed)};
+    chorus::train::GptModel model(config, mesh.tp(), mesh.cp());
     torch::manual_seed(static_cast<std::uint64_t>(o.seed) * 1000 + mesh.coordinates().dp);
     const at::Tensor tokens = torch::randint(0, 256, {o.seq, o.batch}, torch::kLong);
     const at::Tensor targets = torch::randint(0, 256, {o.seq, o.batch}, torch::kLong);
 
     const std::int64_t activations = activation_bytes_per_layer(model, tokens, counter);
 
-    chorus::train::GradientReducer reducer(model.parameters(), mesh.dp());
+    // Summed over cp (each cp rank's gradient covers its tokens), averaged over dp.
+    chorus::train::ReducerOptions reducer_options;
+    reducer_options.divisor = mesh.layout().dp;
+    chorus::train::GradientReducer reducer(model.parameters(), mesh.data_context(),
+                                           reducer_options);
     torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(1e-3));
     std::vector<double> step_ms;
     std::size_t ledger_bytes = 0, ledger_calls = 0;
-    for (int step = 0; step < o.warmup + o.steps; ++step) {
+    for (std::int64_t step = 0; step < o.warmup + o.steps; ++step) {
       const bool ledgered = step == o.warmup;
       if (ledgered) mesh.ledger()->enable();
       const auto start = Clock::now();
@@ -177,15 +172,15 @@ int main(int argc, char** argv) {
     if (world.rank() == 0) {
       const double tokens_per_step =
           static_cast<double>(o.seq * o.batch) * static_cast<double>(mesh.layout().dp);
-      std::printf(
-          "gpt_bench tp=%d sp=%d dp=%d layers=%lld hidden=%lld heads=%lld seq=%lld batch=%lld "
-          "threads=%d tokens_per_s=%.1f step_ms_median=%.3f step_ms_min=%.3f step_ms_max=%.3f "
-          "activation_bytes_per_layer=%lld ledger_bytes_per_step=%zu ledger_calls_per_step=%zu\n",
-          o.tp, o.sequence_parallel ? 1 : 0, mesh.layout().dp, static_cast<long long>(o.layers),
-          static_cast<long long>(o.hidden), static_cast<long long>(o.heads),
-          static_cast<long long>(o.seq), static_cast<long long>(o.batch), o.threads,
-          tokens_per_step / (times[0] / 1000.0), times[0], times[1], times[2],
-          static_cast<long long>(activations), ledger_bytes, ledger_calls);
+      std::cout << std::fixed << std::setprecision(3) << "gpt_bench tp=" << o.tp << " cp=" << o.cp
+                << " sp=" << (o.sequence_parallel ? 1 : 0) << " dp=" << mesh.layout().dp
+                << " layers=" << o.layers << " hidden=" << o.hidden << " heads=" << o.heads
+                << " seq=" << o.seq << " batch=" << o.batch << " threads=" << o.threads
+                << " tokens_per_s=" << tokens_per_step / (times[0] / 1000.0)
+                << " step_ms_median=" << times[0] << " step_ms_min=" << times[1]
+                << " step_ms_max=" << times[2] << " activation_bytes_per_layer=" << activations
+                << " ledger_bytes_per_step=" << ledger_bytes
+                << " ledger_calls_per_step=" << ledger_calls << std::endl;
     }
     return 0;
   } catch (const std::exception& e) {

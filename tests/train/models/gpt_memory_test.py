@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The GPT block's activation bytes, measured by bench/gpt/gpt_bench's counting allocator,
 equal the formula of docs/parallel.md (bench/gpt/activation_memory.py) exactly:
-one process, and 2 ranks at tp 2 without and with sequence parallelism (odd sizes: s 6,
-b 3, h 20, a 4).
+one process, 2 ranks at tp 2 without and with sequence parallelism, and at cp 2 (odd sizes:
+s 6, b 3, h 20, a 4).
 
     gpt_memory_test.py CHORUSRUN GPT_BENCH
 """
@@ -17,8 +17,8 @@ from activation_memory import activation_formula  # noqa: E402
 S, B, H, A = 6, 3, 20, 4
 
 
-def measured(chorusrun, bench, ranks, tp, sp):
-    args = [bench, "--tp", str(tp), "--layers", "3", "--hidden", str(H), "--heads", str(A),
+def measured(chorusrun, bench, ranks, tp, sp, cp=1):
+    args = [bench, "--tp", str(tp), "--cp", str(cp), "--layers", "3", "--hidden", str(H), "--heads", str(A),
             "--seq", str(S), "--batch", str(B), "--steps", "1", "--warmup", "0"]
     if sp:
         args.append("--sequence-parallel")
@@ -32,12 +32,13 @@ def measured(chorusrun, bench, ranks, tp, sp):
 def main():
     chorusrun, bench = sys.argv[1], sys.argv[2]
     failures = []
-    for ranks, tp, sp in [(1, 1, False), (2, 2, False), (2, 2, True)]:
-        got = measured(chorusrun, bench, ranks, tp, sp)
-        want = activation_formula(S, B, H, A, tp, sp)
-        print(f"ranks {ranks} tp {tp} sp {int(sp)}: measured {got}, formula {want}")
+    for ranks, tp, sp, cp in [(1, 1, False, 1), (2, 2, False, 1), (2, 2, True, 1), (2, 1, False, 2)]:
+        got = measured(chorusrun, bench, ranks, tp, sp, cp)
+        want = activation_formula(S, B, H, A, tp, sp, cp)
+        print(f"ranks {ranks} tp {tp} cp {cp} sp {int(sp)}: measured {got}, formula {want}")
         if got != want:
-            failures.append(f"tp {tp} sp {int(sp)}: measured {got} bytes per layer, formula {want}")
+            failures.append(f"tp {tp} cp {cp} sp {int(sp)}: measured {got} bytes per layer, "
+                            f"formula {want}")
     if failures:
         sys.exit("\n".join(failures))
 
