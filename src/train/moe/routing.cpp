@@ -42,6 +42,36 @@ std::int64_t group_size(std::int64_t tokens, std::int64_t group_tokens) {
   return group_tokens == 0 ? tokens : group_tokens;
 }
 
+/// The top-k choices of every token: probability (fp64) and expert of slot s of token t at
+/// t·k + s.
+struct Choices {
+  at::Tensor prob, expert;
+  std::int64_t k = 1;
+};
+
+/// Routes tokens [first, first + group): each expert keeps at most `capacity` of the
+/// assignments it was chosen for (keeps_before's order), appended per expert as t·k + slot in
+/// token order; counts added to routing.routed and routing.kept.
+void keep_group(const Choices& c, std::int64_t first, std::int64_t group, std::int64_t capacity,
+                MoeRouting& routing, std::vector<std::vector<std::int64_t>>& kept) {
+  const double* prob = c.prob.data_ptr<double>();
+  const std::int64_t* expert = c.expert.data_ptr<std::int64_t>();
+  std::vector<std::vector<Assignment>> wanted(kept.size());
+  for (std::int64_t t = first; t < first + group; ++t)
+    for (std::int64_t s = 0; s < c.k; ++s)
+      wanted[expert[t * c.k + s]].push_back({prob[t * c.k + s], t, s});
+  for (std::size_t x = 0; x < wanted.size(); ++x) {
+    std::vector<Assignment>& list = wanted[x];
+    routing.routed[x] += static_cast<std::int64_t>(list.size());
+    std::sort(list.begin(), list.end(), keeps_before);
+    if (static_cast<std::int64_t>(list.size()) > capacity) list.resize(capacity);
+    std::sort(list.begin(), list.end(),
+              [](const Assignment& a, const Assignment& b) { return a.token < b.token; });
+    for (const Assignment& a : list) kept[x].push_back(a.token * c.k + a.slot);
+    routing.kept[x] += static_cast<std::int64_t>(list.size());
+  }
+}
+
 }  // namespace
 
 void detail::check_routing_options(const MoeRoutingOptions& o, std::int64_t experts) {
@@ -74,38 +104,21 @@ MoeRouting route_tokens(const at::Tensor& probs, const MoeRoutingOptions& o) {
   const std::int64_t tokens = probs.size(0), experts = probs.size(1), k = o.top_k;
   auto [top_prob, top_expert] = at::topk(probs, k, 1, /*largest=*/true, /*sorted=*/true);
   const at::Tensor gates = k == 1 ? top_prob : top_prob / top_prob.sum(1, true);
-
-  const at::Tensor p = top_prob.detach().to(at::kDouble).contiguous();
-  const at::Tensor e = top_expert.contiguous();
-  const double* pp = p.data_ptr<double>();
-  const std::int64_t* ep = e.data_ptr<std::int64_t>();
   MoeRouting out;
-  out.topk_expert = e;
+  out.topk_expert = top_expert.contiguous();
+  const Choices choices{top_prob.detach().to(at::kDouble).contiguous(), out.topk_expert, k};
   out.routed.assign(experts, 0);
   out.kept.assign(experts, 0);
-  std::vector<std::vector<std::int64_t>> kept_flat(experts);  // t·k + slot, per expert
+  std::vector<std::vector<std::int64_t>> kept(experts);  // t·k + slot, per expert
   const std::int64_t group = group_size(tokens, o.group_tokens);
   const std::int64_t capacity =
       o.dropless ? tokens * k : expert_capacity(group, o.top_k, o.capacity_factor, experts);
-  for (std::int64_t first = 0; first < tokens; first += group) {
-    std::vector<std::vector<Assignment>> wanted(experts);
-    for (std::int64_t t = first; t < first + group; ++t)
-      for (std::int64_t s = 0; s < k; ++s) wanted[ep[t * k + s]].push_back({pp[t * k + s], t, s});
-    for (std::int64_t x = 0; x < experts; ++x) {
-      std::vector<Assignment>& list = wanted[x];
-      out.routed[x] += static_cast<std::int64_t>(list.size());
-      std::sort(list.begin(), list.end(), keeps_before);
-      if (static_cast<std::int64_t>(list.size()) > capacity) list.resize(capacity);
-      std::sort(list.begin(), list.end(),
-                [](const Assignment& a, const Assignment& b) { return a.token < b.token; });
-      for (const Assignment& a : list) kept_flat[x].push_back(a.token * k + a.slot);
-      out.kept[x] += static_cast<std::int64_t>(list.size());
-    }
-  }
+  for (std::int64_t first = 0; first < tokens; first += group)
+    keep_group(choices, first, group, capacity, out, kept);
   std::vector<std::int64_t> flat, expert_of;
   for (std::int64_t x = 0; x < experts; ++x) {
-    flat.insert(flat.end(), kept_flat[x].begin(), kept_flat[x].end());
-    expert_of.insert(expert_of.end(), kept_flat[x].size(), x);
+    flat.insert(flat.end(), kept[x].begin(), kept[x].end());
+    expert_of.insert(expert_of.end(), kept[x].size(), x);
   }
   const at::Tensor index = at::tensor(flat, at::kLong);
   out.token = at::div(index, k, "floor");
