@@ -14,6 +14,8 @@
 //                              whose consumers differ per rank (sequence parallelism)
 //   sequence_to_heads          [s/u, heads, ...] -> [s, heads/u, ...]   fwd/bwd all-to-all
 //   heads_to_sequence          its inverse (Ulysses context parallelism)
+//   all_to_all_v_rows          rows exchanged unevenly   fwd all-to-all-v  bwd the reverse one
+//                              (MoE dispatch and combine)
 //
 // gather_along_dim and all_gather_along_dim compute the same forward; they differ in what the
 // gradient arriving in backward is: the same on every rank (a replicated loss downstream: keep
@@ -32,6 +34,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace chorus::train {
 
@@ -47,5 +50,13 @@ at::Tensor sequence_to_heads(const at::Tensor& x, const Group& group, std::int64
                              std::int64_t head_dim = 1);
 at::Tensor heads_to_sequence(const at::Tensor& x, const Group& group, std::int64_t seq_dim = 0,
                              std::int64_t head_dim = 1);
+
+/// Rows (dimension 0) exchanged unevenly: the first send_rows[0] rows of x go to rank 0, the
+/// next send_rows[1] to rank 1, ...; the result holds recv_rows[i] rows from rank i in rank
+/// order. The counts must agree with the peers' (what rank i sends to j is what j receives
+/// from i). Backward sends the gradient back the same way (counts swapped).
+at::Tensor all_to_all_v_rows(const at::Tensor& x, const Group& group,
+                             const std::vector<std::int64_t>& send_rows,
+                             const std::vector<std::int64_t>& recv_rows);
 
 }  // namespace chorus::train

@@ -8,7 +8,7 @@
 //
 // Bytes are those of the logical operation on this rank: the buffer of an all-reduce or a
 // broadcast, the gathered (full) tensor of an all-gather, the full input of a reduce-scatter,
-// this rank's send buffer of an all-to-all, the message of a send or receive.
+// this rank's send buffer of an all-to-all(-v), the message of a send or receive.
 #pragma once
 
 #include <chorus/export.hpp>
@@ -24,9 +24,19 @@
 
 namespace chorus::train {
 
-enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Send, Recv };
+enum class CollectiveKind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  AllToAllV,
+  Broadcast,
+  Send,
+  Recv
+};
 
-/// "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send", "recv".
+/// "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "all_to_all_v", "broadcast",
+/// "send", "recv".
 CHORUS_EXPORT std::string_view to_string(CollectiveKind kind) noexcept;
 
 /// One logical collective.

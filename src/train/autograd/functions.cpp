@@ -99,7 +99,34 @@ struct AllToAllAlongDims : torch::autograd::Function<AllToAllAlongDims> {
   }
 };
 
+/// Forward: rows exchanged with the given counts; backward: the reverse exchange.
+struct AllToAllVRows : torch::autograd::Function<AllToAllVRows> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const Group& g,
+                            const std::vector<std::int64_t>& send_rows,
+                            const std::vector<std::int64_t>& recv_rows) {
+    save(ctx, g);
+    ctx->saved_data["send_rows"] = send_rows;
+    ctx->saved_data["recv_rows"] = recv_rows;
+    return detail::all_to_all_v_rows(g, x, send_rows, recv_rows, "all_to_all_v_rows");
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<std::int64_t> send_rows = ctx->saved_data["send_rows"].toIntVector();
+    const std::vector<std::int64_t> recv_rows = ctx->saved_data["recv_rows"].toIntVector();
+    return {detail::all_to_all_v_rows(group_of(ctx), grads[0], recv_rows, send_rows,
+                                      "all_to_all_v_rows backward"),
+            {},
+            {},
+            {}};
+  }
+};
+
 }  // namespace
+
+at::Tensor all_to_all_v_rows(const at::Tensor& x, const Group& group,
+                             const std::vector<std::int64_t>& send_rows,
+                             const std::vector<std::int64_t>& recv_rows) {
+  return AllToAllVRows::apply(x, group, send_rows, recv_rows);
+}
 
 at::Tensor copy_to_region(const at::Tensor& x, const Group& group) {
   return CopyToRegion::apply(x, group);

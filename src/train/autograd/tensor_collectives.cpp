@@ -142,4 +142,52 @@ at::Tensor all_to_all_along(const Group& group, const at::Tensor& x, std::int64_
   return concat_rows(received, gather_dim);
 }
 
+namespace {
+
+/// Element counts and their displacements from per-rank row counts of `row` elements each.
+struct Layout {
+  std::vector<std::size_t> counts, displs;
+  std::int64_t rows = 0;
+};
+
+Layout element_layout(const std::vector<std::int64_t>& rows, std::int64_t row, int ranks,
+                      const char* what) {
+  require_argument(static_cast<int>(rows.size()) == ranks,
+                   std::string(what) + ": " + std::to_string(rows.size()) +
+                       " row counts for a group of " + std::to_string(ranks) + " ranks");
+  Layout out;
+  for (std::int64_t n : rows) {
+    require_argument(n >= 0, std::string(what) + ": negative row count " + std::to_string(n));
+    out.counts.push_back(static_cast<std::size_t>(n * row));
+    out.displs.push_back(static_cast<std::size_t>(out.rows * row));
+    out.rows += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+at::Tensor all_to_all_v_rows(const Group& group, const at::Tensor& x,
+                             const std::vector<std::int64_t>& send_rows,
+                             const std::vector<std::int64_t>& recv_rows, const char* what) {
+  at::Tensor local = sendable(x, what);
+  require_argument(local.dim() >= 1, std::string(what) + ": a 0-d tensor has no rows");
+  std::int64_t row = 1;
+  for (std::int64_t d = 1; d < local.dim(); ++d) row *= local.size(d);
+  const Layout send = element_layout(send_rows, row, group.size(), what);
+  const Layout recv = element_layout(recv_rows, row, group.size(), what);
+  require_argument(send.rows == local.size(0),
+                   std::string(what) + ": the send counts add up to " + std::to_string(send.rows) +
+                       " rows, the tensor has " + std::to_string(local.size(0)));
+  if (group.size() == 1) return local.clone();
+  std::vector<std::int64_t> shape = local.sizes().vec();
+  shape[0] = recv.rows;
+  at::Tensor out = at::empty(shape, local.options());
+  group.record(CollectiveKind::AllToAllV, local.nbytes());
+  Communicator comm = group.comm;
+  comm.all_to_all_v(local.data_ptr(), send.counts, send.displs, out.data_ptr(), recv.counts,
+                    recv.displs, chorus_dtype(local, what));
+  return out;
+}
+
 }  // namespace chorus::train::detail

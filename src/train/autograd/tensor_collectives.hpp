@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace chorus::train::detail {
 
@@ -31,6 +32,13 @@ at::Tensor own_slice(const Group& group, const at::Tensor& x, std::int64_t dim, 
 /// `gather_dim` at position i.
 at::Tensor all_to_all_along(const Group& group, const at::Tensor& x, std::int64_t scatter_dim,
                             std::int64_t gather_dim, const char* what);
+/// Rows of `x` (dimension 0) exchanged unevenly: the first send_rows[0] rows go to rank 0, the
+/// next send_rows[1] to rank 1, ...; the result holds recv_rows[i] rows from rank i, in rank
+/// order. Counts are per rank of the group and must match the peers' (the all-to-all-v's rule).
+/// Recorded as one all_to_all_v of x's bytes; on a group of one rank, a copy of x.
+at::Tensor all_to_all_v_rows(const Group& group, const at::Tensor& x,
+                             const std::vector<std::int64_t>& send_rows,
+                             const std::vector<std::int64_t>& recv_rows, const char* what);
 
 /// The Chorus element type of `type`, else InvalidArgument naming `what`.
 DataType chorus_dtype(at::ScalarType type, const char* what);

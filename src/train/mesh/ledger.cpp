@@ -13,6 +13,8 @@ std::string_view to_string(CollectiveKind kind) noexcept {
       return "reduce_scatter";
     case CollectiveKind::AllToAll:
       return "all_to_all";
+    case CollectiveKind::AllToAllV:
+      return "all_to_all_v";
     case CollectiveKind::Broadcast:
       return "broadcast";
     case CollectiveKind::Send:
