@@ -30,6 +30,8 @@ options:
   --port PORT            the job's --master-port; its store uses PORT+1
                          (default 29500)
   --timeout S            stop a job that runs longer than S seconds (default 600)
+  --max-restarts N       every host's chorusrun restarts the job when a rank fails,
+                         up to N times (chorusrun --max-restarts; default 0)
   --chorusrun PATH       the launcher (default: build/tools/chorusrun/chorusrun
                          of this checkout if built, else chorusrun in PATH)
   --logs DIR             keep each host's output as DIR/job<j>.host<i>.log
@@ -109,6 +111,7 @@ ranks=2
 rate=""
 port=29500
 timeout_s=600
+max_restarts=0
 chorusrun=""
 logs=""
 quiet=0
@@ -127,6 +130,7 @@ while [ $# -gt 0 ]; do
     --rate) need_value "$@"; rate="$2"; shift 2 ;;
     --port) need_value "$@"; port="$2"; shift 2 ;;
     --timeout) need_value "$@"; timeout_s="$2"; shift 2 ;;
+    --max-restarts) need_value "$@"; max_restarts="$2"; shift 2 ;;
     --chorusrun) need_value "$@"; chorusrun="$2"; shift 2 ;;
     --logs) need_value "$@"; logs="$2"; shift 2 ;;
     --quiet) quiet=1; shift ;;
@@ -138,6 +142,7 @@ done
 integer_in --hosts "$hosts" 1 64
 integer_in --ranks-per-host "$ranks" 1 64
 integer_in --port "$port" 1 65534
+integer_in --max-restarts "$max_restarts" 0 1000
 integer_in --timeout "$timeout_s" 1 86400
 [ $# -gt 0 ] || die 2 "no program given (usage: hosts.sh [options] -- program [args...])"
 current=""
@@ -255,7 +260,8 @@ start_node() {  # start_node JOB HOST WORD...: chorusrun of node HOST in its nam
   ip netns exec "${host_ns[i]}" unshare --uts --mount -- sh -c \
     'hostname "$0" && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"' "host$i" \
     "$chorusrun" --nnodes "$hosts" --node-rank "$i" --master-addr "${host_addrs[0]}" \
-    --master-port "$port" -n "$ranks" "$@" >"$logs/job$job.host$i.log" 2>&1 </dev/null &
+    --master-port "$port" --max-restarts "$max_restarts" -n "$ranks" "$@" \
+    >"$logs/job$job.host$i.log" 2>&1 </dev/null &
   node_pids[i]=$!
 }
 
