@@ -127,6 +127,7 @@ const std::map<std::string, Setter>& valued_options() {
        }},
       {"--tp", small_integer(&Options::tp, "--tp", 1, 4096)},
       {"--cp", small_integer(&Options::cp, "--cp", 1, 4096)},
+      {"--zero", small_integer(&Options::zero, "--zero", 1, 2)},
       {"--heads", integer(&Options::heads, "--heads", 1, 4096)},
       {"--seq-len", integer(&Options::seq_len, "--seq-len", 2, 1 << 16)},
       {"--eval-every", integer(&Options::eval_every, "--eval-every", 0)},
@@ -196,6 +197,21 @@ void check_gpt_options(const Options& o) {
   }
 }
 
+/// Refuses what ZeRO does not combine with.
+void check_zero_options(const Options& o) {
+  if (o.zero == 0) return;
+  const std::string stage = std::to_string(o.zero);
+  if (o.model == ModelKind::Gpt) throw bad("--zero", stage, "is not supported with --model gpt");
+  if (o.no_sync) throw bad("--zero", stage, "cannot be combined with --no-sync");
+  if (o.alternate_sync > 0) throw bad("--zero", stage, "cannot be combined with --alternate-sync");
+  if (o.compression != Compression::None) {
+    throw bad("--zero", stage, "cannot be combined with --compression (shards travel as fp32)");
+  }
+  if (!o.checkpoint.empty()) {
+    throw bad("--zero", stage, "cannot be combined with --checkpoint (no sharded checkpoints yet)");
+  }
+}
+
 /// Resolves the defaults that depend on other options and refuses combinations.
 Options finish(Parsed parsed) {
   Options o = parsed.options;
@@ -206,6 +222,7 @@ Options finish(Parsed parsed) {
   o.batch = parsed.batch.value_or(gpt ? 8 : 64);
   o.optimizer = parsed.optimizer.value_or(mlp ? OptimizerKind::Sgd : OptimizerKind::Adam);
   check_gpt_options(o);
+  check_zero_options(o);
   o.lr = parsed.lr.value_or(o.optimizer == OptimizerKind::Sgd ? 0.05 : 0.003);
   if (o.alternate_sync > 0 && o.no_sync) {
     throw bad("--alternate-sync", std::to_string(o.alternate_sync),
@@ -266,6 +283,10 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --alternate-sync K     blocks of K synchronised and K unsynchronised steps take turns
                          in the same processes; the summary gives both step medians
                          (benchmark: the replicas drift apart)
+  --zero 1|2             ZeRO instead of DDP: the optimizer state (1), and the
+                         gradients (2), sharded over the ranks; parameters all-gathered
+                         after each step (mlp and lstm; not with --no-sync,
+                         --alternate-sync, --compression or --checkpoint)
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --no-overlap           all-reduce every bucket after backward, none from the gradient
                          hooks (DdpOptions::overlap_backward = false)

@@ -34,7 +34,9 @@ SyncOptions sync_options(const Options& options) {
   SyncOptions sync;
   sync.bucket_cap_bytes = static_cast<std::size_t>(options.bucket_cap_mb * 1024 * 1024);
   sync.first_bucket_bytes = std::min(sync.first_bucket_bytes, sync.bucket_cap_bytes);
-  sync.compression = grad_compression(options.compression);
+  if constexpr (requires { sync.compression; }) {  // ZeroOptions has none
+    sync.compression = grad_compression(options.compression);
+  }
   sync.shared_buckets = options.shared_buckets;
   sync.overlap_backward = options.overlap;
   return sync;

@@ -1,5 +1,5 @@
-// The training loop of chorus-train: DDP steps over the sampler's batches, progress lines,
-// checkpoints, the final distributed evaluation.
+// The training loop of chorus-train: DDP (or ZeRO) steps over the sampler's batches, progress
+// lines, checkpoints, the final distributed evaluation.
 #include "trainer.hpp"
 
 #include "gpt_trainer.hpp"
@@ -10,6 +10,7 @@
 #include <chorus/train/checkpoint.hpp>
 #include <chorus/train/data.hpp>
 #include <chorus/train/ddp.hpp>
+#include <chorus/train/zero.hpp>
 
 #include <algorithm>
 #include <array>
@@ -47,8 +48,15 @@ class Trainer {
       : options_(options),
         comm_(comm),
         task_(make_task(options)),
-        optimizer_(make_optimizer(options, task_->module()->parameters())),
         sampler_(task_->train_size(), comm.rank(), comm.size(), options.seed) {
+    if (options_.zero > 0) {  // the optimizer over this rank's shards (no checkpoints)
+      zero_ = std::make_unique<train::ZeroOptimizer>(
+          task_->module()->parameters(), train::Group{comm_, "dp", nullptr},
+          [&](std::vector<torch::Tensor> shards) { return make_optimizer(options, shards); },
+          zero_options());
+      return;
+    }
+    optimizer_ = make_optimizer(options, task_->module()->parameters());
     restore();
     // Without synchronisation the replicas start equal from the same seed (or checkpoint).
     if (!options_.no_sync) {
@@ -118,11 +126,45 @@ class Trainer {
   void train_step(const std::vector<std::size_t>& indices) {
     const Batch batch = task_->batch(indices, true);
     const auto start = Clock::now();
+    if (zero_) {
+      zero_step(batch, static_cast<std::int64_t>(indices.size()));
+    } else {
+      ddp_step(batch, static_cast<std::int64_t>(indices.size()));
+    }
+    progress_.steps_taken.push_back({seconds_since(start), !step_skips_sync()});
+    // Untimed: every step of --alternate-sync starts with the ranks together, as a step after
+    // a synchronised one does, so no step pays for the drift of an unsynchronised one.
+    if (step_skips_sync() && ddp_) comm_.barrier();
+    progress_.samples += static_cast<std::int64_t>(indices.size());
+    ++step_;
+  }
+
+  train::ZeroOptions zero_options() const {
+    auto zero = sync_options<train::ZeroOptions>(options_);
+    zero.stage = options_.zero;
+    return zero;
+  }
+
+  /// ZeRO: gradients reduce-scattered during backward, the shards stepped and all-gathered.
+  void zero_step(const Batch& batch, std::int64_t samples) {
+    zero_->zero_grad();
+    zero_->begin_weighted_step(samples, samples);
+    const auto loss =
+        torch::nn::functional::cross_entropy(task_->forward(batch.input), batch.target);
+    loss.backward();
+    zero_->finish_step();
+    if (task_->clip_norm() > 0) zero_->clip_grad_norm(task_->clip_norm());
+    zero_->step();
+    progress_.loss_sum += loss.item<double>();
+    progress_.steps += 1;
+  }
+
+  void ddp_step(const Batch& batch, std::int64_t samples) {
     train::DistributedDataParallel* ddp = step_skips_sync() ? nullptr : ddp_.get();
     optimizer_->zero_grad();
     // Before the forward pass (as PyTorch's DDP does): the step's sample total is then
     // all-reduced while the forward pass runs, so every gradient hook already knows it.
-    if (ddp) ddp->prepare_for_backward(static_cast<std::int64_t>(indices.size()));
+    if (ddp) ddp->prepare_for_backward(samples);
     const auto loss =
         torch::nn::functional::cross_entropy(task_->forward(batch.input), batch.target);
     loss.backward();
@@ -130,14 +172,8 @@ class Trainer {
     clip_gradients(ddp);
     optimizer_->step();
     if (ddp) ddp->after_optimizer_step();
-    progress_.steps_taken.push_back({seconds_since(start), ddp != nullptr || !ddp_});
-    // Untimed: every step of --alternate-sync starts with the ranks together, as a step after
-    // a synchronised one does, so no step pays for the drift of an unsynchronised one.
-    if (!ddp && ddp_) comm_.barrier();
     progress_.loss_sum += loss.item<double>();
     progress_.steps += 1;
-    progress_.samples += static_cast<std::int64_t>(indices.size());
-    ++step_;
   }
 
   void clip_gradients(train::DistributedDataParallel* ddp) {
@@ -156,7 +192,9 @@ class Trainer {
                                   static_cast<double>(progress_.samples)};
     comm_.all_reduce(sums.data(), sums.data(), sums.size(), DataType::Float64, ReduceOp::Sum);
     const double elapsed = seconds_since(progress_.start);
-    const double comm_seconds = ddp_ ? ddp_->stats().seconds_communicating_exposed : 0.0;
+    const double comm_seconds = ddp_    ? ddp_->stats().seconds_communicating_exposed
+                                : zero_ ? zero_->reducer().stats().seconds_waiting
+                                        : 0.0;
     char line[200];
     std::snprintf(line, sizeof line, "epoch %llu step %lld loss %.9g samples/s %.1f comm %.1f%%",
                   static_cast<unsigned long long>(sampler_.epoch()), static_cast<long long>(step_),
@@ -234,6 +272,7 @@ class Trainer {
   std::unique_ptr<Task> task_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<train::DistributedDataParallel> ddp_;
+  std::unique_ptr<train::ZeroOptimizer> zero_;
   train::DistributedSampler sampler_;
   std::int64_t step_ = 0;
   Progress progress_;

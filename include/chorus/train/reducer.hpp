@@ -17,6 +17,15 @@
 // on a group of one rank nothing is issued or recorded. Thread-safe: autograd may run the hooks
 // on another thread than the one calling the step functions.
 //
+// Sharding (ReducerOptions::sharding, for ZeRO, zero.hpp): each bucket is padded to a multiple
+// of the group's size d and reduce-scattered instead of all-reduced; after finish_step() rank r
+// holds block r of the reduced bucket (gradient_shard()), and param.grad() is not the reduced
+// gradient. With GradSharding::Keep the bucket stays allocated (param.grad() aliases it as
+// above, so backward accumulates in place, and the shard is block r of it: an in-place
+// reduce-scatter); with GradSharding::Release the bucket is allocated when its first gradient
+// is ready, each param.grad() is freed (reset) once copied into it, and the bucket is freed as
+// soon as its reduce-scatter into the separate shard has completed.
+//
 // Errors are chorus::Error: InvalidArgument for bad parameters or options, InvalidUsage for
 // calls out of order, the communicator's errors otherwise.
 #pragma once
@@ -33,6 +42,24 @@
 #include <vector>
 
 namespace chorus::train {
+
+/// How the reducer leaves its result (see the header comment).
+enum class GradSharding {
+  None,     ///< all-reduce: every param.grad() holds the whole reduced gradient
+  Keep,     ///< reduce-scatter in place: full buckets kept, this rank's block reduced
+  Release,  ///< reduce-scatter into shards: full buckets freed once scattered
+};
+
+/// One bucket's layout: which parameters, where, and how it is padded for sharding.
+struct BucketLayout {
+  std::vector<std::size_t> params;    ///< parameter indices, in launch order
+  std::vector<std::int64_t> offsets;  ///< element offset of each inside the bucket
+  std::int64_t numel = 0;             ///< elements of the parameters
+  /// numel rounded up to a multiple of the group's size when sharding (the padding is zeros),
+  /// else numel. A rank's shard is padded_numel / size elements, block rank of the bucket.
+  std::int64_t padded_numel = 0;
+  at::ScalarType type = at::kFloat;
+};
 
 struct ReducerOptions {
   std::size_t bucket_cap_bytes = 25u << 20;   ///< cap of every bucket but the first of a dtype
@@ -54,6 +81,8 @@ struct ReducerOptions {
   /// begin_step()'s gradient is the sum over the group divided by this; 0: the group's size.
   /// (Expert gradients are summed over the expert-data-parallel group and divided by dp·cp.)
   std::int64_t divisor = 0;
+  /// Reduce-scatter instead of all-reduce (ZeRO). InvalidArgument with compression.
+  GradSharding sharding = GradSharding::None;
 };
 
 class CHORUS_EXPORT GradientReducer {
@@ -100,6 +129,17 @@ class CHORUS_EXPORT GradientReducer {
   const std::vector<at::Tensor>& parameters() const;
   /// Parameter indices per bucket, in launch order.
   std::vector<std::vector<std::size_t>> bucket_assignment() const;
+  /// Every bucket's layout, in launch order.
+  std::vector<BucketLayout> bucket_layouts() const;
+  /// With sharding, after finish_step(): this rank's block of bucket `bucket`'s reduced
+  /// gradient (padded_numel / size elements, the padding's share zeros). The tensor stays the
+  /// same from step to step (a caller may hand it to an optimizer as a gradient); its values
+  /// are those of the last finished step. InvalidUsage without sharding, InvalidArgument for a
+  /// bucket out of range.
+  at::Tensor gradient_shard(std::size_t bucket) const;
+  /// Bytes of gradient memory alive now: the buckets allocated, the separate shards, and every
+  /// param.grad() that does not share a bucket's storage.
+  std::int64_t gradient_bytes() const;
 
   struct Stats {
     double seconds_waiting = 0;        ///< in finish_step(), for buckets: communication not hidden

@@ -8,9 +8,35 @@
 
 #include <ATen/ATen.h>
 
+#include <cstring>
 #include <string>
 
 namespace chorus::train::detail {
+
+// `count` zeros of `type` in comm's shared memory (collective), freed when the tensor goes;
+// in ordinary memory when the host's shared memory cannot hold them (the memory limit): that
+// failure reaches every rank alike (alloc_shared agrees on it), so all fall back together.
+at::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count, at::ScalarType type) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * c10::elementSize(type);
+  void* data = nullptr;
+  try {
+    data = comm.alloc_shared(bytes);
+  } catch (const Error& e) {
+    if (e.status() != Status::SystemError) throw;
+  }
+  if (!data) return at::zeros({count}, at::TensorOptions().dtype(type));
+  std::memset(data, 0, bytes);
+  return at::from_blob(
+      data, {count},
+      [comm](void* p) mutable {
+        try {
+          comm.free_shared(p);
+        } catch (const std::exception&) {
+          // Only a pointer alloc_shared did not return throws; this one it did.
+        }
+      },
+      at::TensorOptions().dtype(type));
+}
 
 DataType chorus_dtype(at::ScalarType type, const char* what) {
   switch (type) {

@@ -40,6 +40,11 @@ at::Tensor all_to_all_v_rows(const Group& group, const at::Tensor& x,
                              const std::vector<std::int64_t>& send_rows,
                              const std::vector<std::int64_t>& recv_rows, const char* what);
 
+/// `count` zeros of `type` in comm's shared memory (Communicator::alloc_shared: collective),
+/// freed when the tensor goes; in ordinary memory when the host's shared memory cannot hold
+/// them (every rank then falls back alike). Buffers whose collectives run in the peers' memory.
+at::Tensor shared_zeros(Communicator comm, std::int64_t count, at::ScalarType type);
+
 /// The Chorus element type of `type`, else InvalidArgument naming `what`.
 DataType chorus_dtype(at::ScalarType type, const char* what);
 

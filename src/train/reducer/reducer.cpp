@@ -10,37 +10,11 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 namespace chorus::train {
 
 namespace {
-
-/// `count` zeros of `type` in comm's shared memory (collective), freed when the tensor goes;
-/// in ordinary memory when the host's shared memory cannot hold them (the memory limit): that
-/// failure reaches every rank alike (alloc_shared agrees on it), so all fall back together.
-at::Tensor shared_zeros(chorus::Communicator comm, std::int64_t count, at::ScalarType type) {
-  const std::size_t bytes = static_cast<std::size_t>(count) * c10::elementSize(type);
-  void* data = nullptr;
-  try {
-    data = comm.alloc_shared(bytes);
-  } catch (const Error& e) {
-    if (e.status() != Status::SystemError) throw;
-  }
-  if (!data) return at::zeros({count}, at::TensorOptions().dtype(type));
-  std::memset(data, 0, bytes);
-  return at::from_blob(
-      data, {count},
-      [comm](void* p) mutable {
-        try {
-          comm.free_shared(p);
-        } catch (const std::exception&) {
-          // Only a pointer alloc_shared did not return throws; this one it did.
-        }
-      },
-      at::TensorOptions().dtype(type));
-}
 
 /// The type a bucket of `type` travels in: the compression's half type for wider floats.
 at::ScalarType wire_type(at::ScalarType type, GradCompression compression) {
@@ -56,6 +30,9 @@ GradientReducer::Impl::Impl(std::vector<at::Tensor> p, Group g, ReducerOptions o
                    "GradientReducer: the group's communicator is empty");
   require_argument(options.divisor >= 0,
                    "GradientReducer: divisor " + std::to_string(options.divisor) + " is negative");
+  require_argument(!sharded() || options.compression == GradCompression::None,
+                   "GradientReducer: gradient compression cannot be combined with sharding "
+                   "(reduce-scatter buckets travel in their own dtype)");
   for (std::size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& t = params[i];
     require_argument(t.defined(),
@@ -117,17 +94,30 @@ void GradientReducer::Impl::make_buckets() {
       bucket.offsets.push_back(total);
       total += params[p].numel();
     }
-    const at::ScalarType type = params[bucket.params.front()].scalar_type();
+    bucket.numel = total;
+    bucket.type = params[bucket.params.front()].scalar_type();
+    const std::int64_t d = sharded() ? group.size() : 1;
+    bucket.padded_numel = (total + d - 1) / d * d;
+    if (options.sharding == GradSharding::Release) {
+      bucket.shard = at::zeros({bucket.padded_numel / d}, at::TensorOptions().dtype(bucket.type));
+      buckets.push_back(std::move(bucket));
+      continue;
+    }
     // The buffer that is all-reduced lives in shared memory (shared_buckets), so that its
     // all-reduces run in the peers' buffers (shm_window; half types accumulate in fp32 there).
     auto zeros = [&](at::ScalarType t) {
-      return options.shared_buckets ? shared_zeros(group.comm, total, t)
-                                    : at::zeros({total}, at::TensorOptions().dtype(t));
+      return options.shared_buckets
+                 ? detail::shared_zeros(group.comm, bucket.padded_numel, t)
+                 : at::zeros({bucket.padded_numel}, at::TensorOptions().dtype(t));
     };
-    const at::ScalarType wire = wire_type(type, options.compression);
-    if (wire != type) bucket.wire = zeros(wire);
-    bucket.flat =
-        bucket.wire.defined() ? at::zeros({total}, at::TensorOptions().dtype(type)) : zeros(type);
+    const at::ScalarType wire = wire_type(bucket.type, options.compression);
+    if (wire != bucket.type) bucket.wire = zeros(wire);
+    bucket.flat = bucket.wire.defined() ? at::zeros({total}, at::TensorOptions().dtype(bucket.type))
+                                        : zeros(bucket.type);
+    if (sharded()) {
+      const std::int64_t chunk = bucket.padded_numel / d;
+      bucket.shard = bucket.flat.narrow(0, chunk * group.rank(), chunk);
+    }
     buckets.push_back(std::move(bucket));
   }
 }
@@ -239,6 +229,50 @@ std::vector<std::vector<std::size_t>> GradientReducer::bucket_assignment() const
   std::vector<std::vector<std::size_t>> out;
   for (const auto& b : impl_->buckets) out.push_back(b.params);
   return out;
+}
+
+std::vector<BucketLayout> GradientReducer::bucket_layouts() const {
+  std::vector<BucketLayout> out;
+  for (const auto& b : impl_->buckets) {
+    out.push_back({b.params, b.offsets, b.numel, b.padded_numel, b.type});
+  }
+  return out;
+}
+
+at::Tensor GradientReducer::gradient_shard(std::size_t bucket) const {
+  if (!impl_->sharded()) {
+    throw Error(Status::InvalidUsage,
+                "GradientReducer::gradient_shard: the reducer does not shard gradients "
+                "(ReducerOptions::sharding is None)");
+  }
+  require_argument(bucket < impl_->buckets.size(), "GradientReducer::gradient_shard: bucket " +
+                                                       std::to_string(bucket) + " of " +
+                                                       std::to_string(impl_->buckets.size()));
+  return impl_->buckets[bucket].shard;
+}
+
+std::int64_t GradientReducer::gradient_bytes() const {
+  std::lock_guard lock(impl_->mutex);
+  std::int64_t bytes = 0;
+  auto size_of = [](const at::Tensor& t) {
+    return t.defined() ? static_cast<std::int64_t>(t.numel() * t.element_size()) : 0;
+  };
+  for (const auto& b : impl_->buckets) {
+    bytes += size_of(b.flat) + size_of(b.wire);
+    // Keep's shard is an alias of the bucket (counted with it).
+    if (b.shard.defined() && !(b.flat.defined() && b.shard.is_alias_of(b.flat))) {
+      bytes += size_of(b.shard);
+    }
+  }
+  for (std::size_t i = 0; i < impl_->params.size(); ++i) {
+    const at::Tensor& grad = impl_->params[i].grad();
+    if (!grad.defined()) continue;
+    const std::size_t b = impl_->bucket_of[i];
+    const bool in_bucket = b != Impl::kNone && impl_->buckets[b].flat.defined() &&
+                           grad.is_alias_of(impl_->buckets[b].flat);
+    if (!in_bucket) bytes += size_of(grad);
+  }
+  return bytes;
 }
 
 GradientReducer::Stats GradientReducer::stats() const {

@@ -26,9 +26,16 @@ namespace chorus::train {
 struct Bucket {
   std::vector<std::size_t> params;    ///< indices into Impl::params, in launch order
   std::vector<std::int64_t> offsets;  ///< element offset of params[k] inside flat
-  at::Tensor flat;                    ///< the parameters' dtype, sum of their numel elements
-  at::Tensor wire;                    ///< fp16/bf16 copy all-reduced when compressing
-  std::size_t pending = 0;            ///< parameters not yet ready in this step
+  /// The parameters' dtype, padded_numel elements (undefined between steps when sharding
+  /// with GradSharding::Release: allocated by the first readiness, freed once scattered).
+  at::Tensor flat;
+  std::int64_t numel = 0;         ///< elements of the parameters
+  std::int64_t padded_numel = 0;  ///< numel, rounded up to a multiple of the group when sharding
+  at::ScalarType type = at::kFloat;
+  /// Sharding: this rank's block of the reduced bucket (Keep: an alias of flat's block).
+  at::Tensor shard;
+  at::Tensor wire;          ///< fp16/bf16 copy all-reduced when compressing
+  std::size_t pending = 0;  ///< parameters not yet ready in this step
   /// Slots whose gradient is in the bucket unscaled: readied before the step's scale was
   /// known (launch scales them when the step turns out not to be uniform).
   std::vector<std::size_t> unscaled;
@@ -56,12 +63,19 @@ struct GradientReducer::Impl {
   bool scale_known();  ///< grad_scale() is known without waiting (the weights arrived)
   void launch_ready_buckets(bool early);  ///< from mark_ready / a hook, or from finish()
   void launch(Bucket& bucket);
+  at::Tensor& flat_of(Bucket& bucket);  ///< bucket.flat, allocated (zeros) when it is not
+  bool sharded() const { return options.sharding != GradSharding::None; }
+  /// GradSharding::Release: frees the full buffers of buckets whose reduce-scatter is done.
+  void release_scattered();
   void finish();
   std::string zero_missing_gradients();  ///< "" or the sentence naming the missing ones
   void complete(Bucket& bucket);
   void wait_launched_quietly();
   /// Issues an in-place all-reduce on the group and records it; nothing on a one-rank group.
   chorus::Request all_reduce(void* data, std::size_t count, at::ScalarType type, ReduceOp op);
+  /// Issues the bucket's reduce-scatter into its shard and records it; on a group of one rank
+  /// the shard is the bucket (copied when it is a separate tensor).
+  chorus::Request reduce_scatter(Bucket& bucket, ReduceOp op);
 
   std::vector<at::Tensor> params;
   Group group;

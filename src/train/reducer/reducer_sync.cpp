@@ -84,7 +84,7 @@ void GradientReducer::Impl::ready(std::size_t param, bool from_hook) {
   const at::Tensor& grad = params[param].grad();
   const bool known = scale_known();
   const bool aliases = grad.defined() && grad.is_contiguous() &&
-                       grad.data_ptr() == element_address(bucket.flat, bucket.offsets[slot]);
+                       grad.data_ptr() == element_address(flat_of(bucket), bucket.offsets[slot]);
   --bucket.pending;
   // The Avg all-reduce scales (uniform), or launch() does once the scale is known: the
   // gradient goes in as it is. Already in place (grad aliases its bucket slice, see
@@ -106,7 +106,38 @@ void GradientReducer::Impl::ready(std::size_t param, bool from_hook) {
       at::mul_out(dst, grad.reshape(-1), at::scalar_tensor(scale, at::TensorOptions(type)));
     }
   }
+  // Release: the bucket holds the only copy; the full-size param.grad goes now.
+  if (options.sharding == GradSharding::Release) params[param].mutable_grad() = at::Tensor();
   launch_ready_buckets(true);
+  if (options.sharding == GradSharding::Release) release_scattered();
+}
+
+at::Tensor& GradientReducer::Impl::flat_of(Bucket& bucket) {
+  if (!bucket.flat.defined()) {
+    bucket.flat = at::zeros({bucket.padded_numel}, at::TensorOptions().dtype(bucket.type));
+  }
+  return bucket.flat;
+}
+
+void GradientReducer::Impl::release_scattered() {
+  for (std::size_t b = 0; b < next_launch; ++b) {
+    Bucket& bucket = buckets[b];
+    if (!bucket.flat.defined() || !bucket.launched) continue;
+    if (!bucket.request.valid() || bucket.request.test()) bucket.flat = at::Tensor();
+  }
+}
+
+chorus::Request GradientReducer::Impl::reduce_scatter(Bucket& bucket, ReduceOp op) {
+  const auto chunk = static_cast<std::size_t>(bucket.shard.numel());
+  if (group.size() == 1) {
+    if (!bucket.shard.is_alias_of(bucket.flat)) bucket.shard.copy_(bucket.flat);
+    return {};
+  }
+  const DataType dtype = detail::chorus_dtype(bucket.type, "GradientReducer");
+  group.record(CollectiveKind::ReduceScatter, bucket.flat.numel() * bucket.flat.element_size());
+  // Keep: the shard is block rank of the bucket (an in-place reduce-scatter).
+  return group.comm.ireduce_scatter(bucket.flat.data_ptr(), bucket.shard.data_ptr(), chunk, dtype,
+                                    op);
 }
 
 // Buckets start strictly in launch order (the communicator completes in issue order and every
@@ -123,7 +154,7 @@ void GradientReducer::Impl::launch_ready_buckets(bool early) {
 }
 
 void GradientReducer::Impl::launch(Bucket& bucket) {
-  const auto count = static_cast<std::size_t>(bucket.flat.numel());
+  const auto count = static_cast<std::size_t>(flat_of(bucket).numel());
   grad_scale();  // decides `uniform`; finish may launch a bucket nothing readied early
   if (!uniform) {
     at::NoGradGuard no_grad;
@@ -132,6 +163,15 @@ void GradientReducer::Impl::launch(Bucket& bucket) {
     }
   }
   bucket.unscaled.clear();
+  if (sharded()) {
+    bucket.request = reduce_scatter(bucket, uniform ? ReduceOp::Avg : ReduceOp::Sum);
+    if (bucket.request.valid()) {
+      stats.bytes_reduced +=
+          bucket.padded_numel * static_cast<std::int64_t>(c10::elementSize(bucket.type));
+    }
+    bucket.launched = true;
+    return;
+  }
   // Half types travel as they are; Chorus sums them in fp32.
   if (bucket.wire.defined()) bucket.wire.copy_(bucket.flat);
   at::Tensor& sent = bucket.wire.defined() ? bucket.wire : bucket.flat;
@@ -168,7 +208,7 @@ std::string GradientReducer::Impl::zero_missing_gradients() {
     if (++count <= 5) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
     readied[i] = 1;
     Bucket& bucket = buckets[bucket_of[i]];
-    bucket.flat.narrow(0, bucket.offsets[slot_of[i]], params[i].numel()).zero_();
+    flat_of(bucket).narrow(0, bucket.offsets[slot_of[i]], params[i].numel()).zero_();
     --bucket.pending;
   }
   if (count == 0 || options.zero_missing || weight == 0) return "";
@@ -183,6 +223,10 @@ void GradientReducer::Impl::complete(Bucket& bucket) {
   if (bucket.request.valid()) bucket.request.wait();
   bucket.launched = false;
   at::NoGradGuard no_grad;
+  if (options.sharding == GradSharding::Release) {
+    bucket.flat = at::Tensor();
+    return;
+  }
   if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
   // Without compression the results are handed over in place: each param.grad then aliases
   // its slice of the bucket (no copy back): autograd then accumulates the next backward into

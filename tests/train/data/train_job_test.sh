@@ -9,10 +9,12 @@
 # or world size is refused with a sentence naming the difference, before any step, leaving
 # the checkpoint as it was. fresh: --resume without a file says it starts from scratch.
 # badpath: an unwritable --checkpoint fails before step 1. options: values chorus-train
-# cannot use are refused by the parser, naming the option and the value. restart: a rank
+# cannot use are refused by the parser, naming the option and the value. zero: --zero 1 and
+# --zero 2 at 3 ranks print the losses DDP prints (relative 1e-5: the same mean gradient,
+# reduced in another order) and --zero refuses what it does not support. restart: a rank
 # killed at a random moment after the first checkpoint, under chorusrun --max-restarts, is
 # restarted with the whole job, which resumes from its last complete checkpoint and ends
-# with a final checkpoint byte-identical to an uninterrupted run's.
+# with an uninterrupted run's parameters (the final checkpoints' model pieces agree).
 set -euo pipefail
 run="$1"
 train="$2"
@@ -86,6 +88,27 @@ SCRIPT
     diff <(losses "$work/full" | awk '$1 > 10') <(losses "$work/second") ||
       fail "resumed losses differ from the uninterrupted run"
     [ "$(losses "$work/second" | wc -l)" -eq 10 ] || fail "expected 10 resumed steps"
+    ;;
+  zero)
+    common=(--model mlp --steps 12 --log-every 1 --hidden 64 --layers 2 --batch 16 --no-eval)
+    "$run" -n 3 --timeout 100 "$train" "${common[@]}" >"$work/ddp" || fail "DDP run exited with $?"
+    for stage in 1 2; do
+      "$run" -n 3 --timeout 100 "$train" "${common[@]}" --zero "$stage" --optimizer adam \
+        >"$work/adam$stage" || fail "--zero $stage --optimizer adam exited with $?"
+      loss_fell "$work/adam$stage"
+      "$run" -n 3 --timeout 100 "$train" "${common[@]}" --zero "$stage" >"$work/zero$stage" ||
+        fail "--zero $stage exited with $?"
+      cat "$work/zero$stage"
+      [ "$(losses "$work/zero$stage" | wc -l)" -eq 12 ] || fail "expected 12 steps at --zero $stage"
+      paste <(losses "$work/ddp") <(losses "$work/zero$stage") | awk '
+        { d = $2 - $4; if (d < 0) d = -d; if (d > 1e-5 * ($2 < 0 ? -$2 : $2)) bad = bad " " $1 }
+        END { if (bad != "") { print "steps differing:" bad; exit 1 } }' ||
+        fail "--zero $stage losses differ from DDP's"
+    done
+    refused zero3 "--zero '3' is not valid" "$train" --model mlp --steps 2 --zero 3
+    refused zerogpt "is not supported with --model gpt" "$train" --model gpt --steps 2 --zero 2
+    refused zerock "cannot be combined with --checkpoint" \
+      "$train" --model mlp --steps 2 --zero 1 --checkpoint "$work/ck.pt"
     ;;
   alternate)
     "$run" -n 3 --timeout 100 "$train" --model mlp --steps 16 --alternate-sync 2 --hidden 128 \

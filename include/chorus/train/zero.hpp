@@ -1,0 +1,123 @@
+// ZeRO stages 1 and 2: data parallelism with the optimizer state (and, at stage 2, the
+// gradients) sharded over the data-parallel group (libchorus_train, src/train/sharded/).
+//
+// Every rank holds the whole model. The parameters are re-seated into flat buffers laid out
+// like the gradient reducer's buckets (reducer.hpp), each padded to a multiple of the group's
+// size d; rank r owns block r of every bucket. A step:
+//
+//   zero.zero_grad();                 // stage 1: zeroes the gradient buckets
+//   zero.begin_step();                // or begin_weighted_step(samples, samples)
+//   loss.backward();                  // hooks reduce-scatter each bucket as it fills
+//   zero.finish_step();               // this rank's gradient shards are final
+//   zero.clip_grad_norm(1.0);         // optional: the global norm over the shards
+//   zero.step();                      // the optimizer steps the shards; all-gather parameters
+//
+// Communication per step (recorded in the group's ledger): one reduce-scatter per bucket
+// (during backward when overlap_backward) and one all-gather per bucket after the step, each
+// of the padded bucket's bytes: DDP's volume. Nothing is issued on a group of one rank.
+//
+// The optimizer is any libtorch optimizer whose update is element-wise (SGD with momentum,
+// Adam, AdamW, Adagrad, RMSprop): the factory receives this rank's parameter shards, one flat
+// tensor per bucket, and its state therefore only covers the shards. Memory per rank, fp32 and
+// Adam (K = 8 bytes of state per element): stage 1 4Ψ parameters + 4Ψ gradients + 8Ψ/d state;
+// stage 2 4Ψ + 4Ψ/d + 8Ψ/d (Ψ counted with the padding, at most d - 1 elements per bucket).
+//
+// This header only forward-declares torch's optimizer. Errors are chorus::Error:
+// InvalidArgument for bad parameters or options, InvalidUsage for calls out of order.
+#pragma once
+
+#include <chorus/export.hpp>
+#include <chorus/train/mesh.hpp>
+#include <chorus/train/reducer.hpp>
+
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace chorus::train {
+
+struct ZeroOptions {
+  int stage = 1;                              ///< 1: optimizer state sharded; 2: gradients too
+  std::size_t bucket_cap_bytes = 25u << 20;   ///< as ReducerOptions
+  std::size_t first_bucket_bytes = 1u << 20;  ///< as ReducerOptions
+  bool overlap_backward = true;               ///< reduce-scatters start during backward
+  /// Gradient buckets (stage 1) and parameter buffers in memory a host's ranks share, so the
+  /// reduce-scatters and all-gathers run in the peers' buffers (as ReducerOptions).
+  bool shared_buckets = true;
+  bool autograd_hooks = true;  ///< as ReducerOptions (false: mark_ready() only)
+  /// Copies rank 0's parameters to every rank at construction (one broadcast per bucket).
+  bool broadcast_parameters = true;
+};
+
+/// Makes the optimizer over this rank's parameter shards (one flat tensor per bucket).
+using ShardOptimizerFactory =
+    std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor> shards)>;
+
+class CHORUS_EXPORT ZeroOptimizer {
+ public:
+  /// Collective over group.comm. Re-seats every trained parameter into its bucket's flat
+  /// buffer (values kept; param.data() then aliases it), broadcasts them from rank 0 when
+  /// asked, and builds the optimizer over the shards. InvalidArgument for a stage other than
+  /// 1 or 2, the reducer's own refusals, or an optimizer that does not hold exactly the shards
+  /// it was given.
+  ZeroOptimizer(std::vector<at::Tensor> params, Group group, const ShardOptimizerFactory& make,
+                ZeroOptions options = {});
+  ~ZeroOptimizer();
+  ZeroOptimizer(const ZeroOptimizer&) = delete;
+  ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
+
+  /// Stage 1: zeroes every gradient (the buckets param.grad() aliases). Stage 2: nothing is
+  /// held between steps; frees any param.grad() left.
+  void zero_grad();
+  /// As GradientReducer's begin_step / begin_weighted_step / mark_ready.
+  void begin_step();
+  void begin_weighted_step(std::int64_t weight, std::int64_t samples);
+  void mark_ready(const at::Tensor& param);
+  /// Waits for every reduce-scatter: gradient_shards() then hold this step's mean gradient.
+  /// Collective.
+  void finish_step();
+  /// Scales the gradient shards so that the global L2 norm (each element counted once: the
+  /// shards are disjoint) is at most max_norm; returns the norm before. Collective (one fp64
+  /// all-reduce). InvalidArgument unless max_norm > 0.
+  double clip_grad_norm(double max_norm);
+  /// The optimizer's step on the shards, then one all-gather per bucket: every rank's
+  /// parameters are the updated whole. Collective.
+  void step();
+
+  /// The optimizer over the shards (learning rate, state).
+  torch::optim::Optimizer& optimizer();
+  const GradientReducer& reducer() const;
+  int stage() const;
+  /// This rank's shards, one per bucket (launch order): parameters and reduced gradients.
+  std::vector<at::Tensor> parameter_shards() const;
+  std::vector<at::Tensor> gradient_shards() const;
+
+  /// Bytes this rank holds now (tensor sizes, padding included).
+  struct Memory {
+    std::int64_t parameters = 0;       ///< the flat parameter buffers
+    std::int64_t gradients = 0;        ///< GradientReducer::gradient_bytes()
+    std::int64_t optimizer_state = 0;  ///< the optimizer's state tensors
+  };
+  /// InvalidArgument when the optimizer's state is of a type other than libtorch's SGD, Adam,
+  /// AdamW, Adagrad or RMSprop (its size is then unknown).
+  Memory memory() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Bytes of the state tensors of libtorch's SGD, Adam, AdamW, Adagrad and RMSprop optimizers;
+/// InvalidArgument naming the first state of another type.
+CHORUS_EXPORT std::int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
+
+}  // namespace chorus::train

@@ -1,0 +1,196 @@
+// ZeroOptimizer: parameters re-seated into flat buffers laid out like the reducer's buckets,
+// gradients reduce-scattered by the reducer (GradSharding::Keep at stage 1, Release at stage 2),
+// the optimizer stepping this rank's blocks, parameters all-gathered in place. See zero.hpp.
+#include "../autograd/tensor_collectives.hpp"
+
+#include <chorus/error.hpp>
+#include <chorus/train/zero.hpp>
+
+#include <torch/torch.h>
+
+#include <string>
+#include <unordered_set>
+
+namespace chorus::train {
+namespace {
+
+/// A tensor of `sizes` sharing `flat`'s storage from element `offset` (not an autograd view:
+/// an optimizer or set_data may take it as a leaf).
+at::Tensor alias_of(const at::Tensor& flat, std::int64_t offset, at::IntArrayRef sizes) {
+  const at::Tensor view = flat.narrow(0, offset, c10::multiply_integers(sizes)).view(sizes);
+  at::Tensor alias = at::empty({0}, flat.options());
+  alias.set_(flat.storage(), flat.storage_offset() + offset, sizes, view.strides());
+  return alias;
+}
+
+ReducerOptions reducer_options(const ZeroOptions& o) {
+  require_argument(o.stage == 1 || o.stage == 2, "ZeroOptimizer: stage " + std::to_string(o.stage) +
+                                                     " is not 1 or 2 (ZeRO-1 or ZeRO-2)");
+  ReducerOptions r;
+  r.bucket_cap_bytes = o.bucket_cap_bytes;
+  r.first_bucket_bytes = o.first_bucket_bytes;
+  r.shared_buckets = o.shared_buckets;
+  r.overlap_backward = o.overlap_backward;
+  r.autograd_hooks = o.autograd_hooks;
+  r.sharding = o.stage == 1 ? GradSharding::Keep : GradSharding::Release;
+  return r;
+}
+
+}  // namespace
+
+struct ZeroOptimizer::Impl {
+  Impl(std::vector<at::Tensor> p, Group g, const ShardOptimizerFactory& make, ZeroOptions o);
+  void seat_parameters();
+  void check_optimizer() const;
+  std::int64_t chunk(std::size_t bucket) const {
+    return layouts[bucket].padded_numel / group.size();
+  }
+
+  Group group;
+  ZeroOptions options;
+  GradientReducer reducer;
+  std::vector<BucketLayout> layouts;
+  std::vector<at::Tensor> flats;   ///< the parameter buffers, one per bucket
+  std::vector<at::Tensor> shards;  ///< block rank of each flat: the optimizer's parameters
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+ZeroOptimizer::Impl::Impl(std::vector<at::Tensor> p, Group g, const ShardOptimizerFactory& make,
+                          ZeroOptions o)
+    : group(g), options(o), reducer(std::move(p), std::move(g), reducer_options(o)) {
+  layouts = reducer.bucket_layouts();
+  seat_parameters();
+  for (std::size_t b = 0; b < layouts.size(); ++b) {
+    shards.push_back(alias_of(flats[b], chunk(b) * group.rank(), {chunk(b)}));
+    shards.back().mutable_grad() = reducer.gradient_shard(b);
+  }
+  require_argument(static_cast<bool>(make), "ZeroOptimizer: the optimizer factory is empty");
+  optimizer = make(shards);
+  require_argument(optimizer != nullptr, "ZeroOptimizer: the optimizer factory returned null");
+  check_optimizer();
+}
+
+// Each bucket's parameters are copied into its flat buffer and re-seated onto their slices
+// (set_data keeps the autograd identity, hooks included); then rank 0's values are broadcast.
+void ZeroOptimizer::Impl::seat_parameters() {
+  at::NoGradGuard no_grad;
+  const std::vector<at::Tensor>& params = reducer.parameters();
+  for (const BucketLayout& layout : layouts) {
+    at::Tensor flat =
+        options.shared_buckets
+            ? detail::shared_zeros(group.comm, layout.padded_numel, layout.type)
+            : at::zeros({layout.padded_numel}, at::TensorOptions().dtype(layout.type));
+    for (std::size_t k = 0; k < layout.params.size(); ++k) {
+      at::Tensor param = params[layout.params[k]];
+      flat.narrow(0, layout.offsets[k], param.numel()).copy_(param.reshape(-1));
+      param.set_data(alias_of(flat, layout.offsets[k], param.sizes()));
+    }
+    flats.push_back(flat);
+  }
+  if (!options.broadcast_parameters || group.size() == 1) return;
+  for (at::Tensor& flat : flats) {
+    group.record(CollectiveKind::Broadcast, flat.numel() * flat.element_size());
+    group.comm.broadcast(flat.data_ptr(), flat.data_ptr(), static_cast<std::size_t>(flat.numel()),
+                         detail::chorus_dtype(flat.scalar_type(), "ZeroOptimizer"), 0);
+  }
+}
+
+void ZeroOptimizer::Impl::check_optimizer() const {
+  std::unordered_set<const void*> given;
+  for (const at::Tensor& s : shards) given.insert(s.unsafeGetTensorImpl());
+  std::size_t held = 0;
+  std::size_t foreign = 0;
+  for (const auto& param_group : optimizer->param_groups()) {
+    for (const at::Tensor& t : param_group.params()) {
+      ++held;
+      if (given.count(t.unsafeGetTensorImpl()) == 0) ++foreign;
+    }
+  }
+  require_argument(foreign == 0 && held == shards.size(),
+                   "ZeroOptimizer: the optimizer holds " + std::to_string(held) + " tensor(s), " +
+                       std::to_string(foreign) + " of them not among the " +
+                       std::to_string(shards.size()) +
+                       " shards it was given; build it over the factory's argument, not the "
+                       "model's parameters");
+}
+
+ZeroOptimizer::ZeroOptimizer(std::vector<at::Tensor> params, Group group,
+                             const ShardOptimizerFactory& make, ZeroOptions options)
+    : impl_(std::make_unique<Impl>(std::move(params), std::move(group), make, options)) {}
+
+ZeroOptimizer::~ZeroOptimizer() = default;
+
+void ZeroOptimizer::zero_grad() {
+  at::NoGradGuard no_grad;
+  for (const at::Tensor& p : impl_->reducer.parameters()) {
+    if (!p.grad().defined()) continue;
+    if (impl_->options.stage == 1) {
+      at::Tensor(p.grad()).zero_();
+    } else {
+      at::Tensor(p).mutable_grad() = at::Tensor();
+    }
+  }
+}
+
+void ZeroOptimizer::begin_step() { impl_->reducer.begin_step(); }
+
+void ZeroOptimizer::begin_weighted_step(std::int64_t weight, std::int64_t samples) {
+  impl_->reducer.begin_weighted_step(weight, samples);
+}
+
+void ZeroOptimizer::mark_ready(const at::Tensor& param) { impl_->reducer.mark_ready(param); }
+
+void ZeroOptimizer::finish_step() { impl_->reducer.finish_step(); }
+
+double ZeroOptimizer::clip_grad_norm(double max_norm) {
+  std::vector<NormPiece> pieces;
+  for (const at::Tensor& g : gradient_shards()) pieces.push_back({g, {GradPlacement::Sharded}});
+  return train::clip_grad_norm(pieces, {impl_->group}, max_norm);
+}
+
+// The all-gathers are in place (rank r's block of the flat buffer is its send buffer) and all
+// issued before the first wait, so they pipeline.
+void ZeroOptimizer::step() {
+  if (impl_->reducer.step_active()) {
+    throw Error(Status::InvalidUsage,
+                "ZeroOptimizer::step: the gradient step is still active (finish_step first)");
+  }
+  impl_->optimizer->step();
+  Group& group = impl_->group;
+  if (group.size() == 1) return;
+  std::vector<chorus::Request> requests;
+  for (std::size_t b = 0; b < impl_->flats.size(); ++b) {
+    at::Tensor& flat = impl_->flats[b];
+    group.record(CollectiveKind::AllGather, flat.numel() * flat.element_size());
+    requests.push_back(group.comm.iall_gather(
+        impl_->shards[b].data_ptr(), flat.data_ptr(), static_cast<std::size_t>(impl_->chunk(b)),
+        detail::chorus_dtype(flat.scalar_type(), "ZeroOptimizer")));
+  }
+  for (chorus::Request& r : requests) r.wait();
+}
+
+torch::optim::Optimizer& ZeroOptimizer::optimizer() { return *impl_->optimizer; }
+
+const GradientReducer& ZeroOptimizer::reducer() const { return impl_->reducer; }
+
+int ZeroOptimizer::stage() const { return impl_->options.stage; }
+
+std::vector<at::Tensor> ZeroOptimizer::parameter_shards() const { return impl_->shards; }
+
+std::vector<at::Tensor> ZeroOptimizer::gradient_shards() const {
+  std::vector<at::Tensor> out;
+  for (std::size_t b = 0; b < impl_->layouts.size(); ++b) {
+    out.push_back(impl_->reducer.gradient_shard(b));
+  }
+  return out;
+}
+
+ZeroOptimizer::Memory ZeroOptimizer::memory() const {
+  Memory m;
+  for (const at::Tensor& flat : impl_->flats) m.parameters += flat.numel() * flat.element_size();
+  m.gradients = impl_->reducer.gradient_bytes();
+  m.optimizer_state = optimizer_state_bytes(*impl_->optimizer);
+  return m;
+}
+
+}  // namespace chorus::train
