@@ -42,7 +42,7 @@ namespace chorus::train {
 ///   Selective  the attention core (q·kᵀ, softmax, its dropout, ·v) keeps only q, k and v and is
 ///              recomputed in backward: the s²-sized tensors are never kept;
 ///   Full       each block keeps only its input and is run again in backward, collectives
-///              included (under tp: 3 forward collectives per block instead of 2, see
+///              included (under tp 6 all-reduces per block per step instead of 4; see
 ///              docs/parallel.md).
 /// Gradients are those without recomputation (the same operations on the same values).
 enum class Recompute { None, Selective, Full };

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 
 namespace chorus::train {
@@ -163,8 +164,10 @@ const GptConfig& checked(const GptConfig& c, const Group& tp) {
           " must all be positive");
   require_argument(c.hidden % c.heads == 0, "GptModel: hidden " + number(c.hidden) +
                                                 " is not a multiple of heads " + number(c.heads));
+  std::ostringstream dropout;
+  dropout << c.dropout;
   require_argument(c.dropout >= 0 && c.dropout < 1,
-                   "GptModel: dropout " + std::to_string(c.dropout) + " is outside [0, 1)");
+                   "GptModel: dropout " + dropout.str() + " is outside [0, 1)");
   require_argument(c.recompute == Recompute::None || c.recompute == Recompute::Selective ||
                        c.recompute == Recompute::Full,
                    "GptModel: recompute " + std::to_string(static_cast<int>(c.recompute)) +

@@ -125,13 +125,13 @@ TEST(GptDropout, BadProbabilityIsASentence) {
   run([](const Group& g, int, int t) {
     if (t != 1) return;
     GptConfig c = tiny_gpt::config(kVocab, 3, false);
-    for (double p : {-0.1, 1.0}) {
+    for (const auto& [p, text] : {std::pair{-0.1, "-0.1"}, std::pair{1.0, "1"}}) {
       c.dropout = p;
       try {
         GptModel model(c, g);
         ADD_FAILURE() << "constructed with dropout " << p;
       } catch (const Error& e) {
-        EXPECT_EQ(e.what(), "GptModel: dropout " + std::to_string(p) + " is outside [0, 1)");
+        EXPECT_EQ(e.what(), std::string("GptModel: dropout ") + text + " is outside [0, 1)");
       }
     }
   });
