@@ -26,7 +26,7 @@ const RecomputeCapsule& capsule_of(AutogradContext* ctx) {
 }
 
 /// Forward arguments: the inputs, the parameters (both differentiable), the capsule.
-struct Recompute : torch::autograd::Function<Recompute> {
+struct RecomputeFunction : torch::autograd::Function<RecomputeFunction> {
   static at::Tensor forward(AutogradContext* ctx, at::TensorList inputs, at::TensorList,
                             const c10::intrusive_ptr<RecomputeCapsule>& capsule) {
     ctx->save_for_backward(inputs.vec());
@@ -67,8 +67,8 @@ struct Recompute : torch::autograd::Function<Recompute> {
 
 at::Tensor recomputed(Recomputable fn, const std::vector<at::Tensor>& inputs,
                       const std::vector<at::Tensor>& parameters) {
-  return Recompute::apply(at::TensorList(inputs), at::TensorList(parameters),
-                          c10::make_intrusive<RecomputeCapsule>(std::move(fn), parameters));
+  return RecomputeFunction::apply(at::TensorList(inputs), at::TensorList(parameters),
+                                  c10::make_intrusive<RecomputeCapsule>(std::move(fn), parameters));
 }
 
 }  // namespace chorus::train::detail
