@@ -63,6 +63,10 @@ train::GptConfig gpt_config(const Options& options) {
   c.sequence = options.seq_len;
   c.sequence_parallel = options.sequence_parallel;
   c.seed = options.seed;
+  c.dropout = options.dropout;
+  c.recompute = options.recompute == Recomputation::Full        ? train::Recompute::Full
+                : options.recompute == Recomputation::Selective ? train::Recompute::Selective
+                                                                : train::Recompute::None;
   return c;
 }
 
@@ -90,6 +94,15 @@ struct TokenSplit {
     return {windows.narrow(0, 0, seq_len).contiguous(), windows.narrow(0, 1, seq_len).contiguous()};
   }
 };
+
+/// "; dropout P, recompute R" when either is on, else "".
+std::string dropout_text(const Options& o) {
+  if (o.dropout == 0 && o.recompute == Recomputation::None) return "";
+  char text[80];
+  std::snprintf(text, sizeof text, "; dropout %g, recompute %s", o.dropout,
+                recomputation_name(o.recompute).c_str());
+  return text;
+}
 
 class GptTrainer {
  public:
@@ -133,7 +146,7 @@ class GptTrainer {
     const auto& c = model_.config();
     return "model: gpt layers " + std::to_string(c.layers) + " hidden " + std::to_string(c.hidden) +
            " heads " + std::to_string(c.heads) + " seq-len " + std::to_string(c.sequence) +
-           " vocab 256; tp " + std::to_string(mesh_.layout().tp) +
+           " vocab 256" + dropout_text(options_) + "; tp " + std::to_string(mesh_.layout().tp) +
            (c.sequence_parallel ? " (sequence parallel)" : "") +
            (mesh_.layout().cp > 1 ? " x cp " + std::to_string(mesh_.layout().cp) : "") + " x dp " +
            std::to_string(mesh_.layout().dp) + " x batch " + std::to_string(options_.batch) +
@@ -154,6 +167,9 @@ class GptTrainer {
     const auto [tokens, targets] = train_.batch(indices);
     optimizer_->zero_grad();
     reducer_->begin_step();
+    // Replica d's samples follow those of replicas 0..d-1 in the global batch.
+    model_.set_step({.step = static_cast<std::uint64_t>(step_),
+                     .first_sample = mesh_.coordinates().dp * options_.batch});
     const torch::Tensor loss = model_.loss(tokens, targets);
     loss.backward();
     reducer_->finish_step();
@@ -207,6 +223,7 @@ class GptTrainer {
   /// (evenly spaced; all when 0), each replica evaluating a contiguous share of them.
   train::EvalResult validate() {
     torch::NoGradGuard no_grad;
+    model_.set_training(false);
     const std::size_t n = validation_.samples();
     const auto wanted = static_cast<std::size_t>(options_.eval_windows);
     const std::size_t count = wanted == 0 ? n : std::min(wanted, n);
@@ -223,6 +240,7 @@ class GptTrainer {
       sums.loss_sum += mean * static_cast<double>(tokens.numel());
       sums.count += tokens.numel();
     }
+    model_.set_training(true);
     return train::all_reduce_eval(comm_, sums);
   }
 

@@ -132,6 +132,16 @@ const std::map<std::string, Setter>& valued_options() {
       {"--seq-len", integer(&Options::seq_len, "--seq-len", 2, 1 << 16)},
       {"--eval-every", integer(&Options::eval_every, "--eval-every", 0)},
       {"--eval-windows", integer(&Options::eval_windows, "--eval-windows", 0)},
+      {"--dropout",
+       [](Parsed& p, const std::string& v) {
+         p.options.dropout = to_double("--dropout", v, 0, false, std::nextafter(1.0, 0.0),
+                                       "must be a number from 0 to below 1");
+       }},
+      {"--recompute",
+       choice("--recompute",
+              {{"none", [](Parsed& p) { p.options.recompute = Recomputation::None; }},
+               {"selective", [](Parsed& p) { p.options.recompute = Recomputation::Selective; }},
+               {"full", [](Parsed& p) { p.options.recompute = Recomputation::Full; }}})},
       {"--corpus",
        [](Parsed& p, const std::string& v) {
          if (v.empty()) throw bad("--corpus", v, "expected a directory");
@@ -188,6 +198,9 @@ void check_gpt_options(const Options& o) {
     if (o.tp != 1) throw bad("--tp", std::to_string(o.tp), "needs --model gpt");
     if (o.cp != 1) throw bad("--cp", std::to_string(o.cp), "needs --model gpt");
     if (o.sequence_parallel) throw bad("--sequence-parallel", "", "needs --model gpt");
+    if (o.dropout != 0) throw bad("--dropout", number_text(o.dropout), "needs --model gpt");
+    if (o.recompute != Recomputation::None)
+      throw bad("--recompute", recomputation_name(o.recompute), "needs --model gpt");
     return;
   }
   if (o.no_sync) throw bad("--no-sync", "", "is not supported with --model gpt");
@@ -266,6 +279,12 @@ std::string optimizer_name(OptimizerKind kind) {
   return kind == OptimizerKind::Sgd ? "sgd" : "adam";
 }
 
+std::string recomputation_name(Recomputation kind) {
+  return kind == Recomputation::Full        ? "full"
+         : kind == Recomputation::Selective ? "selective"
+                                            : "none";
+}
+
 std::string usage_text() {
   return R"(usage: chorusrun -n N chorus-train [options]
 Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
@@ -323,6 +342,11 @@ GPT (--model gpt; --no-sync and --alternate-sync do not apply):
   --eval-every N         validation loss every N steps (0: only the final one)   [50]
   --eval-windows W       validation samples each evaluation uses, evenly spaced
                          over the validation split (0: all of them)             [256]
+  --dropout P            dropout probability on the embedding, the attention
+                         probabilities and the attention and MLP outputs, in
+                         [0, 1); masks independent of the layout                 [0]
+  --recompute R          activation recomputation: none|selective (attention core)|
+                         full (each block, in backward)                       [none]
 Environment: CHORUS_FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist).
 )";
 }

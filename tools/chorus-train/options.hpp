@@ -9,6 +9,7 @@ namespace chorus::train_tool {
 enum class ModelKind { Mlp, Lstm, Gpt };
 enum class OptimizerKind { Sgd, Adam };
 enum class Compression { None, Fp16, Bf16 };
+enum class Recomputation { None, Selective, Full };  ///< train::Recompute, without torch
 
 /// What parse_options returns: every value checked and every default resolved (--hidden,
 /// --optimizer and --lr have defaults that depend on the model and the optimizer).
@@ -52,6 +53,10 @@ struct Options {
   std::int64_t eval_windows = 256;  ///< --eval-windows W: validation samples used (0 = all)
   bool eval = true;                 ///< --no-eval skips the final test evaluation
   bool help = false;                ///< -h / --help
+
+  // GPT dropout and activation recomputation (--model gpt):
+  double dropout = 0;  ///< --dropout P in [0, 1): the probability of every dropout site
+  Recomputation recompute = Recomputation::None;  ///< --recompute none|selective|full
 };
 
 inline constexpr double kMinBucketCapMb = 0.001;  ///< 1 KiB-ish: about a bucket per tensor
@@ -63,6 +68,9 @@ Options parse_options(int argc, const char* const argv[]);
 
 /// "sgd" or "adam".
 std::string optimizer_name(OptimizerKind kind);
+
+/// "none", "selective" or "full".
+std::string recomputation_name(Recomputation kind);
 
 /// The --help text.
 std::string usage_text();

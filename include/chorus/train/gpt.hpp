@@ -13,7 +13,14 @@
 // degree t are slices of the degree-1 model's weights. The fused QKV weight [3h, h] orders its
 // rows head by head: row (i·3 + p)·d + j is element j of part p (0 q, 1 k, 2 v) of head i,
 // d = h/a (Megatron's layout), so rank r's contiguous rows are exactly its heads' q, k and v.
-// No dropout.
+//
+// Dropout (GptConfig::dropout > 0, while training) sits where GPT-2 and Megatron put it: on
+// the embedding's output, on the attention probabilities, and on the outputs of attention and
+// of the MLP before each residual add. Its masks do not depend on the layout: each element is
+// a pure function of (seed, step, micro-batch, layer, site, its index in the degree-1 model's
+// tensor over the whole batch), so a rank's mask is the slice of the one-process mask, and
+// recomputation replays it from that key. set_step() says which step and micro-batch the
+// next forward passes belong to.
 //
 // Ulysses context parallelism (the three-group constructor): the cp group's u ranks each hold
 // s/u consecutive tokens of the sequence for everything outside the attention core (the
@@ -30,6 +37,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +45,16 @@
 #include <vector>
 
 namespace chorus::train {
+
+/// Activation recomputation (Megatron's --recompute-granularity):
+///   None       backward uses what forward kept;
+///   Selective  the attention core (q·kᵀ, softmax, its dropout, ·v) keeps only q, k and v and is
+///              recomputed in backward: the s²-sized tensors are never kept;
+///   Full       each block keeps only its input and is run again in backward, collectives
+///              included (under tp 6 all-reduces per block per step instead of 4; see
+///              docs/parallel.md).
+/// Gradients are those without recomputation (the same operations on the same values).
+enum class Recompute { None, Selective, Full };
 
 struct GptConfig {
   std::int64_t layers = 2;
@@ -50,6 +68,22 @@ struct GptConfig {
   /// init_std / sqrt(2L) (GPT-2). LayerNorm weights start at 1, every bias at 0.
   double init_std = 0.02;
   at::ScalarType dtype = at::kFloat;
+  /// The drop probability of every dropout site, in [0, 1); 0: none (and no mask is drawn).
+  double dropout = 0.0;
+  Recompute recompute = Recompute::None;
+  /// The linear layers defer their weight gradients (tensor_parallel.hpp): backward leaves them
+  /// to compute_weight_gradients().
+  bool defer_weight_gradients = false;
+};
+
+/// Which masks a forward pass draws: the optimizer step, the micro-batch within it, and the
+/// global index of the micro-batch's first sample (a data-parallel replica's offset in the
+/// global batch, so that replicas draw the masks the one-process model draws for their
+/// samples).
+struct DropoutPosition {
+  std::uint64_t step = 0;
+  std::uint64_t micro_batch = 0;
+  std::int64_t first_sample = 0;
 };
 
 /// One parameter as this rank holds it. `shard_dim` is the dimension of the full tensor the
@@ -91,6 +125,26 @@ class CHORUS_EXPORT GptModel {
   at::Tensor embed(const at::Tensor& tokens) const;
   at::Tensor run_blocks(const at::Tensor& hidden, std::int64_t first, std::int64_t count) const;
   at::Tensor head(const at::Tensor& hidden) const;
+
+  /// The position of the forward passes from now on (default step 0, micro-batch 0, sample 0).
+  /// The contract: call it before each micro-batch's forward pass with a position that no other
+  /// forward pass of the run uses (else their masks coincide). `embed` and `run_blocks` read it
+  /// when called; backward and recomputation replay the masks of their forward pass whatever
+  /// the position is by then. A pipeline sets it before each micro-batch's forward on each
+  /// stage.
+  void set_step(const DropoutPosition& position);
+  const DropoutPosition& step() const;
+  /// Training (default) applies dropout; evaluation (false) does not.
+  void set_training(bool training);
+  bool training() const;
+
+  /// With config.defer_weight_gradients: adds to each linear layer's weight gradient what the
+  /// backwards since the last call left pending (the zero-bubble W step) and returns how many
+  /// (layer, backward) pairs that was. The embedding, LayerNorms and biases get their gradients
+  /// in backward. A backward must want the weights' gradients to leave them pending
+  /// (Tensor::backward does; autograd::grad with respect to the input alone does not).
+  std::size_t compute_weight_gradients() const;
+  std::size_t pending_weight_gradients() const;
 
   const GptConfig& config() const;
   /// The tensor-parallel group the model is split over.

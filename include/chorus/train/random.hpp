@@ -89,10 +89,20 @@ struct DropoutKey {
   std::uint64_t site = 0;  ///< which dropout of the layer (attention probabilities, output, ...)
 };
 
+/// The 64-bit word every element of the mask of `k` is drawn from.
+constexpr std::uint64_t dropout_word(const DropoutKey& k) {
+  return mix_words({k.seed, k.step, k.micro_batch, k.layer, k.site});
+}
+
+/// Whether the element at `global_index` of the mask drawn from `word` is kept with drop
+/// probability `p`.
+constexpr bool dropout_keeps(std::uint64_t word, std::uint64_t global_index, double p) {
+  return unit_double(splitmix64(word ^ splitmix64(global_index))) >= p;
+}
+
 /// Whether the element at `global_index` is kept with drop probability `p`.
 constexpr bool dropout_keeps(const DropoutKey& k, std::uint64_t global_index, double p) {
-  const std::uint64_t key = mix_words({k.seed, k.step, k.micro_batch, k.layer, k.site});
-  return unit_double(splitmix64(key ^ splitmix64(global_index))) >= p;
+  return dropout_keeps(dropout_word(k), global_index, p);
 }
 
 /// The `slice` of the full dropout mask of `full_shape`, scaled: kept elements are 1/(1-p),

@@ -29,6 +29,15 @@
 // each rank is the part of its own sequence slice: the sum over tp is the full gradient (the
 // gradient reducer's all-reduce, PARALLEL.md section 2); partial_gradient_parameters() lists
 // such parameters. Bad sizes throw chorus::Error(InvalidArgument) naming the numbers.
+//
+// Deferred weight gradients (defer_weight_gradient, for a pipeline's zero-bubble W step): the
+// linear layers' backward then computes only the input gradient (with its collectives) and
+// keeps the layer's input and output gradient; compute_weight_gradients() later computes
+// Σ dyᵀ·x over every backward since the last call and adds it to weight().grad(). Biases keep
+// their gradient in backward. Until that call weight().grad() lacks those contributions, so it
+// must come before the gradients are reduced or stepped on; each pending backward keeps its
+// tensors alive until then. Several backwards may be pending (micro-batches whose W steps come
+// later, a graph run backward twice): the call computes them all, oldest first.
 #pragma once
 
 #include <chorus/export.hpp>
@@ -36,11 +45,17 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace chorus::train {
+
+namespace detail {
+class WeightGradientStore;
+}
 
 /// How a layer's parameters are initialised: weight ~ Normal(0, init_std) keyed by
 /// (seed, name + ".weight"); bias zero (Megatron's defaults).
@@ -56,6 +71,7 @@ struct ColumnParallelOptions {
   bool gather_output = false;      ///< all-gather the output along its last dimension
   bool sequence_parallel = false;  ///< the input is sharded along sequence_dim
   std::int64_t sequence_dim = 0;
+  bool defer_weight_gradient = false;  ///< see compute_weight_gradients()
 };
 
 class CHORUS_EXPORT ColumnParallelLinear {
@@ -71,11 +87,17 @@ class CHORUS_EXPORT ColumnParallelLinear {
   /// This rank's slice of the bias (undefined without bias).
   const at::Tensor& bias() const { return bias_; }
   std::vector<at::Tensor> parameters() const;
+  /// With defer_weight_gradient: adds the weight gradients of every backward since the last
+  /// call to weight().grad() and returns how many backwards that was (0 without the option).
+  std::size_t compute_weight_gradients() const;
+  /// Backwards whose weight gradient compute_weight_gradients() has not yet added.
+  std::size_t pending_weight_gradients() const;
 
  private:
   Group tp_;
   ColumnParallelOptions options_;
   at::Tensor weight_, bias_;
+  std::shared_ptr<detail::WeightGradientStore> deferred_;  ///< set with defer_weight_gradient
 };
 
 struct RowParallelOptions {
@@ -83,6 +105,7 @@ struct RowParallelOptions {
   bool input_is_parallel = true;   ///< else the full input is split along its last dimension
   bool sequence_parallel = false;  ///< reduce-scatter the output along sequence_dim
   std::int64_t sequence_dim = 0;
+  bool defer_weight_gradient = false;  ///< see compute_weight_gradients()
 };
 
 class CHORUS_EXPORT RowParallelLinear {
@@ -99,6 +122,11 @@ class CHORUS_EXPORT RowParallelLinear {
   /// The whole bias, replicated (undefined without bias).
   const at::Tensor& bias() const { return bias_; }
   std::vector<at::Tensor> parameters() const;
+  /// With defer_weight_gradient: adds the weight gradients of every backward since the last
+  /// call to weight().grad() and returns how many backwards that was (0 without the option).
+  std::size_t compute_weight_gradients() const;
+  /// Backwards whose weight gradient compute_weight_gradients() has not yet added.
+  std::size_t pending_weight_gradients() const;
   /// Parameters whose gradient must be summed over tp: the bias under sequence parallelism.
   std::vector<at::Tensor> partial_gradient_parameters() const;
 
@@ -106,6 +134,7 @@ class CHORUS_EXPORT RowParallelLinear {
   Group tp_;
   RowParallelOptions options_;
   at::Tensor weight_, bias_;
+  std::shared_ptr<detail::WeightGradientStore> deferred_;  ///< set with defer_weight_gradient
 };
 
 /// `vocab` rounded up to a multiple of `ranks`.

@@ -5,10 +5,14 @@
 // softmax(q·kᵀ/√d + mask)·v with −∞ above the diagonal, and the heads' outputs [s, b, (a/t)·d]
 // are the row-parallel projection's parallel input. Under context parallelism the core runs on
 // the whole sequence and a u-th of those heads, between the two all-to-alls of
-// context_parallel.hpp.
+// context_parallel.hpp. Dropout (gpt_dropout.hpp) sits on the embedding's output, the
+// attention probabilities and the outputs of attention and the MLP before their residual adds;
+// recomputation (recompute.hpp) wraps the attention core (selective) or whole blocks (full).
 #include "../autograd/tensor_collectives.hpp"
 #include "../tensor_parallel/parameters.hpp"
 #include "context_parallel.hpp"
+#include "gpt_dropout.hpp"
+#include "recompute.hpp"
 
 #include <chorus/error.hpp>
 #include <chorus/train/gpt.hpp>
@@ -18,10 +22,13 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 
 namespace chorus::train {
 namespace {
+
+using detail::DropoutPlan, detail::GptDropoutSite, detail::SequenceRows, detail::hidden_dropout;
 
 /// A parameter of `shape` from init_slice: Normal(0, std), or Constant(value) when std is 0.
 at::Tensor replicated_parameter(const GptConfig& c, const std::string& name, at::IntArrayRef shape,
@@ -44,56 +51,114 @@ ParameterInit layer_init(const GptConfig& c, const std::string& name, double std
   return {.seed = c.seed, .name = name, .init_std = std, .dtype = c.dtype};
 }
 
+ColumnParallelOptions column_options(const GptConfig& c) {
+  return {.sequence_parallel = c.sequence_parallel,
+          .defer_weight_gradient = c.defer_weight_gradients};
+}
+
+RowParallelOptions row_options(const GptConfig& c) {
+  return {.sequence_parallel = c.sequence_parallel,
+          .defer_weight_gradient = c.defer_weight_gradients};
+}
+
 struct Block {
   std::string name;
+  std::int64_t index;
   LayerNorm input_norm, post_attention_norm;
   ColumnParallelLinear qkv, fc1;
   RowParallelLinear proj, fc2;
-  std::int64_t head_dim;
+  /// This rank's heads are [first_head, first_head + a/(t·u)) of `heads` (the tp rank's a/t,
+  /// of which the cp rank takes its u-th around the attention core).
+  std::int64_t head_dim, heads, first_head;
+  bool selective;  ///< recompute the attention core in backward
   detail::ContextSplit cp;
 
-  Block(const GptConfig& c, const Group& tp, const detail::ContextSplit& context,
-        std::int64_t index)
-      : name("layers." + std::to_string(index)),
+  Block(const GptConfig& c, const Group& tp, const detail::ContextSplit& context, std::int64_t i)
+      : name("layers." + std::to_string(i)),
+        index(i),
         input_norm(c, name + ".input_norm"),
         post_attention_norm(c, name + ".post_attention_norm"),
         qkv(c.hidden, 3 * c.hidden, tp, layer_init(c, name + ".attention.qkv", c.init_std),
-            {.sequence_parallel = c.sequence_parallel}),
+            column_options(c)),
         fc1(c.hidden, 4 * c.hidden, tp, layer_init(c, name + ".mlp.fc1", c.init_std),
-            {.sequence_parallel = c.sequence_parallel}),
+            column_options(c)),
         proj(c.hidden, c.hidden, tp, layer_init(c, name + ".attention.proj", output_std(c)),
-             {.sequence_parallel = c.sequence_parallel}),
+             row_options(c)),
         fc2(4 * c.hidden, c.hidden, tp, layer_init(c, name + ".mlp.fc2", output_std(c)),
-            {.sequence_parallel = c.sequence_parallel}),
+            row_options(c)),
         head_dim(c.hidden / c.heads),
+        heads(c.heads),
+        first_head(c.heads / tp.size() * tp.rank() +
+                   c.heads / tp.size() / context.size() * context.rank()),
+        selective(c.recompute == Recompute::Selective),
         cp(context) {}
 
   static double output_std(const GptConfig& c) {
     return c.init_std / std::sqrt(2.0 * static_cast<double>(c.layers));
   }
 
-  /// [s, b, h] (replicated; under cp this rank's s/u rows) -> this rank's heads' outputs
-  /// [s, b, (a/t)·d] (the same rows).
-  at::Tensor attention(const at::Tensor& x) const {
-    const at::Tensor fused = qkv.forward(x);
-    const std::int64_t rows = fused.size(0), b = fused.size(1), d = head_dim;
-    // [rows, b, heads, 3, d] -> [s, b, heads/u, 3, d] -> [3, b, heads/u, s, d]
-    const at::Tensor heads = cp.to_heads(fused.view({rows, b, -1, 3, d}));
-    const std::int64_t s = heads.size(0);
-    const at::Tensor parts = heads.permute({3, 1, 2, 0, 4});
-    const at::Tensor q = parts[0], k = parts[1], v = parts[2];
-    const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(d));
+  /// The attention core (what selective recomputation recomputes): this rank's heads' q, k, v
+  /// [b, heads, s, d] -> their causal attention [b, heads, s, d].
+  at::Tensor core_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const DropoutPlan& plan) const {
+    const std::int64_t s = q.size(2);
+    const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim));
     const at::Tensor future = at::ones({s, s}, at::kBool).triu(1);
     const at::Tensor probabilities =
         at::softmax(scores.masked_fill(future, -std::numeric_limits<double>::infinity()), -1);
-    // [b, heads/u, s, d] -> [s, b, heads/u, d] -> [rows, b, heads·d]
-    return cp.to_sequence(at::matmul(probabilities, v).permute({2, 0, 1, 3}))
-        .reshape({rows, b, -1});
+    return at::matmul(detail::attention_dropout(probabilities, plan, index, first_head, heads), v);
   }
 
-  at::Tensor forward(const at::Tensor& x) const {
-    const at::Tensor h = x + proj.forward(attention(input_norm.forward(x)));
-    return h + fc2.forward(at::gelu(fc1.forward(post_attention_norm.forward(h))));
+  /// [s, b, h] (replicated; under cp this rank's s/u rows) -> this rank's heads' outputs
+  /// [s, b, (a/t)·d] (the same rows).
+  at::Tensor attention(const at::Tensor& x, const DropoutPlan& plan) const {
+    const at::Tensor fused = qkv.forward(x);
+    const std::int64_t rows = fused.size(0), b = fused.size(1), d = head_dim;
+    // [rows, b, heads, 3, d] -> [s, b, heads/u, 3, d] -> [3, b, heads/u, s, d]
+    const at::Tensor parts = cp.to_heads(fused.view({rows, b, -1, 3, d})).permute({3, 1, 2, 0, 4});
+    const at::Tensor context = selective ? detail::recomputed(
+                                               [this, plan](const std::vector<at::Tensor>& in) {
+                                                 return core_attention(in[0], in[1], in[2], plan);
+                                               },
+                                               {parts[0], parts[1], parts[2]}, {})
+                                         : core_attention(parts[0], parts[1], parts[2], plan);
+    // [b, heads/u, s, d] -> [s, b, heads/u, d] -> [rows, b, heads·d]
+    return cp.to_sequence(context.permute({2, 0, 1, 3})).reshape({rows, b, -1});
+  }
+
+  at::Tensor forward(const at::Tensor& x, const DropoutPlan& plan, const SequenceRows& rows) const {
+    const at::Tensor attended = proj.forward(attention(input_norm.forward(x), plan));
+    const at::Tensor h =
+        x + hidden_dropout(attended, plan, index, GptDropoutSite::AttentionOutput, rows);
+    const at::Tensor mlp = fc2.forward(at::gelu(fc1.forward(post_attention_norm.forward(h))));
+    return h + hidden_dropout(mlp, plan, index, GptDropoutSite::MlpOutput, rows);
+  }
+
+  /// The block as one recomputed function of its input (full recomputation).
+  at::Tensor forward_recomputed(const at::Tensor& x, const DropoutPlan& plan,
+                                const SequenceRows& rows) const {
+    return detail::recomputed(
+        [this, plan, rows](const std::vector<at::Tensor>& in) {
+          return forward(in[0], plan, rows);
+        },
+        {x}, parameters());
+  }
+
+  std::vector<at::Tensor> parameters() const {
+    std::vector<at::Tensor> out{input_norm.weight, input_norm.bias, post_attention_norm.weight,
+                                post_attention_norm.bias};
+    for (const auto& ts : {qkv.parameters(), proj.parameters(), fc1.parameters(), fc2.parameters()})
+      out.insert(out.end(), ts.begin(), ts.end());
+    return out;
+  }
+
+  std::size_t compute_weight_gradients() const {
+    return qkv.compute_weight_gradients() + proj.compute_weight_gradients() +
+           fc1.compute_weight_gradients() + fc2.compute_weight_gradients();
+  }
+  std::size_t pending_weight_gradients() const {
+    return qkv.pending_weight_gradients() + proj.pending_weight_gradients() +
+           fc1.pending_weight_gradients() + fc2.pending_weight_gradients();
   }
 };
 
@@ -107,6 +172,14 @@ const GptConfig& checked(const GptConfig& c, const Group& tp, const detail::Cont
           " must all be positive");
   require_argument(c.hidden % c.heads == 0, "GptModel: hidden " + number(c.hidden) +
                                                 " is not a multiple of heads " + number(c.heads));
+  std::ostringstream dropout;
+  dropout << c.dropout;
+  require_argument(c.dropout >= 0 && c.dropout < 1,
+                   "GptModel: dropout " + dropout.str() + " is outside [0, 1)");
+  require_argument(c.recompute == Recompute::None || c.recompute == Recompute::Selective ||
+                       c.recompute == Recompute::Full,
+                   "GptModel: recompute " + std::to_string(static_cast<int>(c.recompute)) +
+                       " is not none, selective or full");
   detail::require_features("GptModel", "heads", c.heads, tp.size(), tp.name.c_str());
   if (c.sequence_parallel)
     detail::require_features("GptModel (sequence parallel)", "sequence", c.sequence, tp.size(),
@@ -125,6 +198,8 @@ struct GptModel::Impl {
   at::Tensor position;  ///< [sequence, h], replicated
   std::vector<Block> blocks;
   LayerNorm final_norm;
+  DropoutPosition position_now;  ///< set_step's
+  bool training = true;
 
   Impl(const GptConfig& c, const Group& g, const detail::ContextSplit& context)
       : config(checked(c, g, context)),
@@ -137,6 +212,24 @@ struct GptModel::Impl {
         final_norm(c, "final_norm") {
     blocks.reserve(static_cast<std::size_t>(c.layers));
     for (std::int64_t i = 0; i < c.layers; ++i) blocks.emplace_back(c, g, cp, i);
+  }
+
+  /// The masks of a forward pass that starts now.
+  DropoutPlan plan() const {
+    return {.p = training ? config.dropout : 0.0,
+            .seed = config.seed,
+            .step = position_now.step,
+            .micro_batch = position_now.micro_batch,
+            .first_sample = position_now.first_sample};
+  }
+
+  /// Where this rank's `rows` rows of the hidden state lie in the sequence: the cp rank's s/u
+  /// rows, split again over tp under sequence parallelism.
+  SequenceRows sequence_rows(std::int64_t rows) const {
+    const std::int64_t per_cp = config.sequence_parallel ? rows * tp.size() : rows;
+    const std::int64_t s = per_cp * cp.size();
+    const std::int64_t tp_offset = config.sequence_parallel ? rows * tp.rank() : 0;
+    return {cp.first_row(s) + tp_offset, s};
   }
 
   /// The position embedding of this rank's rows of the first `s` positions, [rows, 1, h]:
@@ -173,8 +266,9 @@ at::Tensor GptModel::embed(const at::Tensor& tokens) const {
   require_argument(s >= 1 && s <= c.sequence, "GptModel: a sequence of " + std::to_string(s) +
                                                   " tokens, the model holds " +
                                                   std::to_string(c.sequence) + " positions");
-  const at::Tensor local = impl_->cp.local_rows(tokens);
-  return impl_->embedding.forward(local) + impl_->positions(s);
+  const at::Tensor x = impl_->embedding.forward(impl_->cp.local_rows(tokens)) + impl_->positions(s);
+  return hidden_dropout(x, impl_->plan(), 0, GptDropoutSite::Embedding,
+                        impl_->sequence_rows(x.size(0)));
 }
 
 at::Tensor GptModel::run_blocks(const at::Tensor& hidden, std::int64_t first,
@@ -183,9 +277,14 @@ at::Tensor GptModel::run_blocks(const at::Tensor& hidden, std::int64_t first,
   require_argument(first >= 0 && count >= 0 && first + count <= layers,
                    "GptModel: blocks [" + std::to_string(first) + ", " +
                        std::to_string(first + count) + ") of " + std::to_string(layers));
+  const DropoutPlan plan = impl_->plan();
+  const SequenceRows rows = impl_->sequence_rows(hidden.size(0));
+  const bool full = impl_->config.recompute == Recompute::Full;
   at::Tensor x = hidden;
-  for (std::int64_t i = first; i < first + count; ++i)
-    x = impl_->blocks[static_cast<std::size_t>(i)].forward(x);
+  for (std::int64_t i = first; i < first + count; ++i) {
+    const Block& block = impl_->blocks[static_cast<std::size_t>(i)];
+    x = full ? block.forward_recomputed(x, plan, rows) : block.forward(x, plan, rows);
+  }
   return x;
 }
 
@@ -197,6 +296,23 @@ at::Tensor GptModel::loss(const at::Tensor& tokens, const at::Tensor& targets) c
   const at::Tensor per_token = vocab_parallel_cross_entropy(
       logits(tokens), impl_->cp.local_rows(targets), impl_->tp, impl_->config.vocab);
   return impl_->cp.mean(per_token);
+}
+
+void GptModel::set_step(const DropoutPosition& position) { impl_->position_now = position; }
+const DropoutPosition& GptModel::step() const { return impl_->position_now; }
+void GptModel::set_training(bool training) { impl_->training = training; }
+bool GptModel::training() const { return impl_->training; }
+
+std::size_t GptModel::compute_weight_gradients() const {
+  std::size_t done = 0;
+  for (const Block& b : impl_->blocks) done += b.compute_weight_gradients();
+  return done;
+}
+
+std::size_t GptModel::pending_weight_gradients() const {
+  std::size_t pending = 0;
+  for (const Block& b : impl_->blocks) pending += b.pending_weight_gradients();
+  return pending;
 }
 
 std::vector<GptParameter> GptModel::named_parameters() const {

@@ -116,8 +116,9 @@ at::Tensor dropout_mask(const DropoutKey& key, double p, at::IntArrayRef full_sh
   require_argument(p >= 0.0 && p < 1.0, "dropout_mask: the drop probability " + std::to_string(p) +
                                             " is outside [0, 1)");
   const double kept = 1.0 / (1.0 - p);
+  const std::uint64_t word = dropout_word(key);
   return per_element(global_indices(full_shape, slice),
-                     [&](std::uint64_t i) { return dropout_keeps(key, i, p) ? kept : 0.0; })
+                     [&](std::uint64_t i) { return dropout_keeps(word, i, p) ? kept : 0.0; })
       .to(dtype);
 }
 

@@ -4,6 +4,7 @@
 // are x · Wᵀ + b. Row: x · Wᵀ = Σ_r x_r · W_rᵀ with W_r the r-th block of columns of W and x_r
 // the matching slice of x's last dimension, so the partial products are summed over the group
 // and the bias, replicated, is added once after the sum.
+#include "deferred_weight.hpp"
 #include "parameters.hpp"
 
 #include <chorus/train/autograd.hpp>
@@ -23,18 +24,27 @@ ColumnParallelLinear::ColumnParallelLinear(std::int64_t in_features, std::int64_
   const std::int64_t rows = out_features / tp.size();
   weight_ = detail::weight_slice(init, {out_features, in_features}, 0, rows * tp.rank(), rows);
   if (options.bias) bias_ = detail::zero_parameter({rows}, init.dtype);
+  if (options.defer_weight_gradient) deferred_ = std::make_shared<detail::WeightGradientStore>();
 }
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) const {
   detail::require_last_dim("ColumnParallelLinear", x, weight_.size(1));
   const at::Tensor input =
       detail::column_parallel_input(x, tp_, options_.sequence_parallel, options_.sequence_dim);
-  const at::Tensor y = at::linear(input, weight_, bias_);
+  const at::Tensor y = detail::linear(input, weight_, bias_, deferred_);
   return options_.gather_output ? gather_along_dim(y, tp_, -1) : y;
 }
 
 std::vector<at::Tensor> ColumnParallelLinear::parameters() const {
   return detail::defined({weight_, bias_});
+}
+
+std::size_t ColumnParallelLinear::compute_weight_gradients() const {
+  return deferred_ ? deferred_->flush(weight_) : 0;
+}
+
+std::size_t ColumnParallelLinear::pending_weight_gradients() const {
+  return deferred_ ? deferred_->pending() : 0;
 }
 
 RowParallelLinear::RowParallelLinear(std::int64_t in_features, std::int64_t out_features,
@@ -50,6 +60,7 @@ RowParallelLinear::RowParallelLinear(std::int64_t in_features, std::int64_t out_
   weight_ =
       detail::weight_slice(init, {out_features, in_features}, 1, columns * tp.rank(), columns);
   if (options.bias) bias_ = detail::zero_parameter({out_features}, init.dtype);
+  if (options.defer_weight_gradient) deferred_ = std::make_shared<detail::WeightGradientStore>();
 }
 
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) const {
@@ -57,7 +68,7 @@ at::Tensor RowParallelLinear::forward(const at::Tensor& x) const {
   detail::require_last_dim("RowParallelLinear", x,
                            options_.input_is_parallel ? columns : columns * tp_.size());
   const at::Tensor input = options_.input_is_parallel ? x : split_along_dim(x, tp_, -1);
-  const at::Tensor partial = at::linear(input, weight_);
+  const at::Tensor partial = detail::linear(input, weight_, {}, deferred_);
   const at::Tensor y = options_.sequence_parallel
                            ? reduce_scatter_along_dim(partial, tp_, options_.sequence_dim)
                            : reduce_from_region(partial, tp_);
@@ -66,6 +77,14 @@ at::Tensor RowParallelLinear::forward(const at::Tensor& x) const {
 
 std::vector<at::Tensor> RowParallelLinear::parameters() const {
   return detail::defined({weight_, bias_});
+}
+
+std::size_t RowParallelLinear::compute_weight_gradients() const {
+  return deferred_ ? deferred_->flush(weight_) : 0;
+}
+
+std::size_t RowParallelLinear::pending_weight_gradients() const {
+  return deferred_ ? deferred_->pending() : 0;
 }
 
 std::vector<at::Tensor> RowParallelLinear::partial_gradient_parameters() const {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train --model gpt under chorusrun (registered by CMakeLists.txt):
-#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN tp|dp|sp|tpdp|resume|refused|cp
+#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN tp|dp|sp|tpdp|resume|dropout|refused|cp
 # tp / dp: 2 ranks at tp 2 (dp 1) / at tp 1 x dp 2 train a few steps: the loss falls, the
 # periodic validation loss and the final perplexity are printed. sp: tp 2 with and without
 # --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
@@ -8,12 +8,16 @@
 # samples per replica): the dp reducer and the tp partial gradients together are right.
 # resume: a run saved at tp 2 after 6 steps and resumed at tp 1 prints the per-step losses of
 # an uninterrupted tp 2 run (relative 1e-4: another tp degree sums in another order).
+# dropout: tp 2 with --dropout 0.1 gives the same per-step losses (relative 1e-5) with
+# --sequence-parallel --recompute full (the masks do not depend on the layout, recomputation
+# replays them), and other losses than without dropout.
 # cp: 2 ranks at --cp 2 (dp 1) give the per-step losses of one rank (fp32, relative 1e-5) and
 # print the periodic and final validation loss; a --cp 2 run saved after 3 steps and resumed
 # alone (cp 1) continues with the uninterrupted run's losses (relative 1e-4); --cp 2 at world 3,
 # heads 4 at --cp 3, --seq-len 33 at --cp 2 and --cp without --model gpt are refused.
-# refused: world 3 with --tp 2, a missing corpus, --tp without --model gpt, and resuming with
-# another --hidden or --batch fail before step 1 with their sentence.
+# refused: world 3 with --tp 2, a missing corpus, --tp without --model gpt, a bad --dropout or
+# --recompute, and resuming with another --hidden or --batch fail before step 1 with their
+# sentence.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -85,7 +89,27 @@ case "$mode" in
     awk '$1 != "epoch" || $4 > 6' "$work/full" >"$work/full_after_6"
     same_losses "$work/full_after_6" "$work/second" 1e-4
     ;;
+  dropout)
+    common=("${small[@]}" --tp 2 --steps 6 --no-eval --eval-every 0)
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --dropout 0.1 >"$work/plain" ||
+      fail "tp 2 with dropout exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --dropout 0.1 --sequence-parallel \
+      --recompute full >"$work/full" || fail "tp 2, SP, recompute full exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" >"$work/none" ||
+      fail "tp 2 without dropout exited with $?"
+    cat "$work/plain" "$work/full"
+    grep -q "dropout 0.1, recompute full; tp 2 (sequence parallel)" "$work/full" ||
+      fail "not dropout 0.1, recompute full, SP"
+    same_losses "$work/plain" "$work/full" 1e-5
+    ! (same_losses "$work/plain" "$work/none" 1e-5) &>/dev/null || fail "dropout changed nothing"
+    ;;
   refused)
+    refused dropout1 "--dropout '1' is not valid: must be a number from 0 to below 1" \
+      "$train" --model gpt --dropout 1
+    refused recompute "--recompute 'half' is not valid: expected full|none|selective" \
+      "$train" --model gpt --recompute half
+    refused mlp_dropout "--dropout '0.1' is not valid: needs --model gpt" \
+      "$train" --model mlp --dropout 0.1
     refused world3 "--tp 2 does not divide the world of 3 ranks" \
       "$run" -n 3 --timeout 60 "$train" --model gpt --tp 2 --steps 2
     refused corpus "no fortune files in $work/none" \
