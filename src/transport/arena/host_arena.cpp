@@ -1,6 +1,7 @@
 // The host arena; see host_arena.hpp.
 #include "transport/arena/host_arena.hpp"
 
+#include "bootstrap/store_exchange.hpp"
 #include "core/env.hpp"
 #include "transport/stall_probe.hpp"
 #include "transport/timeout_sentence.hpp"
@@ -25,7 +26,7 @@ constexpr int kMaxSleepMs = 5;      ///< longest futex sleep
 constexpr int kQuickPolls = 32;
 
 std::string ready_key() { return "transport/arena/ready"; }
-std::string mapped_key(int rank) { return "transport/arena/mapped/" + std::to_string(rank); }
+std::string mapped_key() { return "transport/arena/mapped"; }
 
 std::size_t parse_slot_bytes(const std::string& text, const std::string& what) {
   std::size_t value = 0;
@@ -81,9 +82,7 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
     slot_bytes = std::max(slot_bytes_from_env(), 128 * static_cast<std::size_t>(size));
     segment = Segment::create("chorus-" + token + "-arena", segment_bytes(size, slot_bytes));
     store.set(ready_key(), SegmentNotice{std::to_string(slot_bytes), segment->locator()}.text());
-    std::vector<std::string> mapped;
-    for (int r = 1; r < size; ++r) mapped.push_back(mapped_key(r));
-    store.wait(mapped, deadline);
+    store_barrier(store, mapped_key(), size, deadline);
     segment->withdraw();
   } else {
     const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(), deadline));
@@ -95,7 +94,7 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
     segment->populate(
         header_bytes(size) + (slot_bytes + kLanesBytes) * static_cast<std::size_t>(rank),
         slot_bytes + kLanesBytes);
-    store.set(mapped_key(rank), "1");
+    store_barrier(store, mapped_key(), size, deadline);
   }
   return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));
 }

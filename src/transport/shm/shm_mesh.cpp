@@ -1,6 +1,7 @@
 // Shared-memory rendezvous; see shm_mesh.hpp.
 #include "transport/shm/shm_mesh.hpp"
 
+#include "bootstrap/store_exchange.hpp"
 #include "core/env.hpp"
 #include "transport/shm/inbox.hpp"
 #include "transport/shm/shm_link.hpp"
@@ -18,9 +19,6 @@ constexpr std::uint64_t kDefaultRingBytes = std::uint64_t{1} << 20;
 constexpr std::uint64_t kInboxBudget = std::uint64_t{8} << 20;
 constexpr std::uint64_t kMinRingBytes = std::uint64_t{4} << 10;
 constexpr std::uint64_t kMaxRingBytes = std::uint64_t{256} << 20;
-
-std::string ready_key(int rank) { return "transport/shm/ready/" + std::to_string(rank); }
-std::string mapped_key(int rank) { return "transport/shm/mapped/" + std::to_string(rank); }
 
 bool valid_capacity(std::uint64_t bytes) {
   return bytes >= kMinRingBytes && bytes <= kMaxRingBytes && (bytes & (bytes - 1)) == 0;
@@ -58,35 +56,36 @@ ShmMesh connect_shm_mesh(Store& store, int rank, const std::vector<int>& host_ra
   const int slots = static_cast<int>(host_ranks.size());
   InboxGeometry mine{slots, ring_capacity(std::max(slots, options.sized_for) - 1)};
   Inbox my_inbox = Inbox::create(inbox_name(infos[rank].token, rank), rank, mine);
-  store.set(
-      ready_key(rank),
-      SegmentNotice{std::to_string(mine.ring_capacity), my_inbox.segment()->locator()}.text());
+  const std::vector<std::string> notices = store_all_gather(
+      store, "transport/shm/ready", host_ranks, rank,
+      SegmentNotice{std::to_string(mine.ring_capacity), my_inbox.segment()->locator()}.text(),
+      options.deadline);
 
   std::map<int, Inbox> peer_inboxes;
-  for (int peer : host_ranks) {
+  for (int slot = 0; slot < slots; ++slot) {
+    const int peer = host_ranks[static_cast<std::size_t>(slot)];
     if (peer == rank) continue;
-    const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(peer), options.deadline));
+    const SegmentNotice notice = SegmentNotice::parse(notices[static_cast<std::size_t>(slot)]);
     InboxGeometry theirs{
         slots, parse_capacity(notice.field, "the ring size of rank " + std::to_string(peer))};
     Inbox inbox = Inbox::open(notice.locator, peer, theirs, options.deadline);
     inbox.populate_for(slot_of(host_ranks, rank));
     peer_inboxes.emplace(peer, std::move(inbox));
   }
-  store.set(mapped_key(rank), "1");
-  std::vector<std::string> mapped;
-  for (int peer : host_ranks) {
-    if (peer != rank) mapped.push_back(mapped_key(peer));
-  }
-  store.wait(mapped, options.deadline);
+  store_barrier(store, "transport/shm/mapped/" + std::to_string(host_ranks.front()), slots,
+                options.deadline);
   my_inbox.segment()->withdraw();
 
+  std::vector<pid_t> pids;
+  for (int r : host_ranks) pids.push_back(r == rank ? 0 : static_cast<pid_t>(infos[r].pid));
+  auto watch = std::make_shared<ProcessWatch>(std::move(pids));
   ShmMesh mesh;
   mesh.links.resize(infos.size());
   mesh.doorbell = my_inbox.doorbell();
   for (auto& [peer, inbox] : peer_inboxes) {
     mesh.links[peer] =
         std::make_unique<ShmLink>(peer, static_cast<pid_t>(infos[peer].pid), my_inbox, inbox,
-                                  slot_of(host_ranks, rank), slot_of(host_ranks, peer));
+                                  slot_of(host_ranks, rank), slot_of(host_ranks, peer), watch);
   }
   return mesh;
 }

@@ -2,13 +2,16 @@
 // peers creates its inbox (an anonymous segment, transport/arena/segment.hpp),
 // announces it, maps the inboxes of those peers, announces that, and withdraws
 // its own inbox once every peer mapped it. Nothing ever appears in /dev/shm.
+// Both announcements are store exchanges of a few requests per rank
+// (bootstrap/store_exchange.hpp), whatever the number of peers.
 //
 // Memory: a rank's inbox holds one ring per same-host peer, each at most 1 MiB and
 // halved until the rings fit in 8 MiB (at least 4 KiB each), so a host's rings take
 // at most 8 MiB per rank (4 KiB per peer past 2048 ranks) instead of 1 MiB per pair.
 //
-// Store keys (inside the communicator's namespace): "transport/shm/ready/<r>"
-// (value: "<ring capacity in bytes> <segment locator>") and "transport/shm/mapped/<r>".
+// Store keys (inside the communicator's namespace): the all-gather "transport/shm/ready"
+// (each value: "<ring capacity in bytes> <segment locator>") and the barrier
+// "transport/shm/mapped/<the host's first rank>".
 #pragma once
 
 #include "bootstrap/store.hpp"
