@@ -87,25 +87,24 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
   if (rank == 0) {
     // A round must hold one 8-byte element per rank (reduce-scatter, scatter, all-to-all).
     slot_bytes = std::max(slot_bytes_from_env(), 128 * static_cast<std::size_t>(size));
-    segment = Segment::create("chorus-" + token + "-arena", segment_bytes(size, slot_bytes));
+    segment = Segment::create("chorus-" + token + "-arena", segment_bytes(size, slot_bytes),
+                              /*map_whole=*/false);
     store.set(ready_key(), SegmentNotice{std::to_string(slot_bytes), segment->locator()}.text());
-    store_barrier(store, mapped_key(), size, deadline);
-    segment->withdraw();
   } else {
     const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(), deadline));
     slot_bytes = parse_slot_bytes(notice.field, "the arena slot size");
     segment = Segment::open(notice.locator, segment_bytes(size, slot_bytes), deadline);
-    // This rank's flag line, the doorbell and its slot; the peers' parts fault in when read.
-    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(rank), sizeof(FlagLine));
-    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(size), sizeof(DoorbellWord));
-    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(size) +
-                          sizeof(DoorbellWord) * (static_cast<std::size_t>(rank) + 1),
-                      sizeof(DoorbellWord));
-    segment->populate(
-        header_bytes(size) + (slot_bytes + kLanesBytes) * static_cast<std::size_t>(rank),
-        slot_bytes + kLanesBytes);
-    store_barrier(store, mapped_key(), size, deadline);
   }
+  // This rank's flag line, the doorbells it rings and its slot; the peers' parts fault in
+  // when read.
+  const auto n = static_cast<std::size_t>(size);
+  const auto r = static_cast<std::size_t>(rank);
+  segment->populate(sizeof(FlagLine) * r, sizeof(FlagLine));
+  segment->populate(sizeof(FlagLine) * n, sizeof(DoorbellWord));
+  segment->populate(sizeof(FlagLine) * n + sizeof(DoorbellWord) * (r + 1), sizeof(DoorbellWord));
+  segment->populate(header_bytes(size) + (slot_bytes + kLanesBytes) * r, slot_bytes + kLanesBytes);
+  store_barrier(store, mapped_key(), size, deadline);
+  if (rank == 0) segment->withdraw();
   return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));
 }
 
