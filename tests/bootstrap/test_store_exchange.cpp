@@ -3,6 +3,7 @@
 // size, and time out with a sentence that names who is missing.
 #include "bootstrap/store.hpp"
 #include "bootstrap/store_exchange.hpp"
+#include "counting_store.hpp"
 
 #include <chorus/error.hpp>
 
@@ -16,27 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Forwards to another store and counts the requests.
-class CountingStore final : public Store {
- public:
-  explicit CountingStore(std::shared_ptr<Store> base) : base_(std::move(base)) {}
-  void set(const std::string& k, const std::string& v) override { ++requests, base_->set(k, v); }
-  std::string get(const std::string& k, Deadline d) override {
-    return ++requests, base_->get(k, d);
-  }
-  std::int64_t add(const std::string& k, std::int64_t x) override {
-    return ++requests, base_->add(k, x);
-  }
-  void wait(const std::vector<std::string>& k, Deadline d) override {
-    ++requests, base_->wait(k, d);
-  }
-  bool check(const std::vector<std::string>& k) override { return ++requests, base_->check(k); }
-  bool erase(const std::string& k) override { return ++requests, base_->erase(k); }
-  int requests = 0;
-
- private:
-  std::shared_ptr<Store> base_;
-};
+using chorus::testing::CountingStore;
 
 TEST(StoreExchange, AllGatherOfASubsetInMemberOrderWithFewRequestsEach) {
   auto base = std::shared_ptr<Store>(make_memory_store());
@@ -52,7 +33,7 @@ TEST(StoreExchange, AllGatherOfASubsetInMemberOrderWithFewRequestsEach) {
       results[static_cast<std::size_t>(i)] = store_all_gather(
           store, "x", members, rank, "v" + std::string(rank, ':') + "\n", deadline_after(10s));
       store_barrier(store, "b", n, deadline_after(10s));
-      requests[static_cast<std::size_t>(i)] = store.requests;
+      requests[static_cast<std::size_t>(i)] = store.requests();
     });
   }
   for (auto& t : threads) t.join();

@@ -2,6 +2,7 @@
 // the number of ranks (the records, ring notices and mapping barriers are store exchanges,
 // bootstrap/store_exchange.hpp); only the leaders of the exchanges read every member's key.
 #include "bootstrap/store.hpp"
+#include "counting_store.hpp"
 #include "mesh_harness.hpp"
 
 #include <gtest/gtest.h>
@@ -13,25 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Forwards to another store and counts the requests.
-class CountingStore final : public Store {
- public:
-  explicit CountingStore(std::shared_ptr<Store> base) : base_(std::move(base)) {}
-  void set(const std::string& k, const std::string& v) override { count(), base_->set(k, v); }
-  std::string get(const std::string& k, Deadline d) override { return count(), base_->get(k, d); }
-  std::int64_t add(const std::string& k, std::int64_t x) override {
-    return count(), base_->add(k, x);
-  }
-  void wait(const std::vector<std::string>& k, Deadline d) override { count(), base_->wait(k, d); }
-  bool check(const std::vector<std::string>& k) override { return count(), base_->check(k); }
-  bool erase(const std::string& k) override { return count(), base_->erase(k); }
-  int requests() const { return requests_; }
-
- private:
-  void count() { ++requests_; }
-  std::shared_ptr<Store> base_;
-  int requests_ = 0;
-};
+using chorus::testing::CountingStore;
 
 /// Store requests of each rank while n thread-ranks connect a mesh of `kind` on hosts
 /// given by `host_of(rank)`.
