@@ -52,6 +52,20 @@ void Doorbell::ring() const noexcept {
 #endif
 }
 
+void Doorbell::ring_both(const Doorbell& first, const Doorbell& second) noexcept {
+#if CHORUS_DOORBELL_FENCES
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (const Doorbell* bell : {&first, &second}) {
+    if (Word(bell->word_->armed).load(std::memory_order_relaxed) == 0) continue;
+    Word(bell->word_->sequence).fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(&bell->word_->sequence);
+  }
+#else
+  first.ring();
+  second.ring();
+#endif
+}
+
 std::uint32_t Doorbell::arm() const noexcept {
   Word(word_->armed).fetch_add(1, std::memory_order_seq_cst);
 #if CHORUS_DOORBELL_FENCES

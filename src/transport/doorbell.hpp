@@ -29,6 +29,8 @@ class Doorbell {
 
   /// Wakes whoever sleeps on this doorbell. Any thread or process.
   void ring() const noexcept;
+  /// ring() on both, with one fence.
+  static void ring_both(const Doorbell& first, const Doorbell& second) noexcept;
   /// Announces a sleeper; returns the sequence to pass to sleep().
   std::uint32_t arm() const noexcept;
   /// Sleeps until the sequence differs from `sequence`, a wake, or `timeout_ms`.

@@ -4,6 +4,8 @@
 
 #include "bootstrap/interfaces.hpp"
 #include "bootstrap/launch_env.hpp"
+#include "bootstrap/store_exchange.hpp"
+#include "core/log.hpp"
 #include "transport/arena/host_arena.hpp"
 #include "transport/mesh_internal.hpp"
 #include "transport/progress_engine.hpp"
@@ -16,15 +18,23 @@
 
 #include <unistd.h>
 
+#include <numeric>
+
 namespace chorus::transport {
 namespace {
 
 bool is_ipv6(const std::string& host) { return host.find(':') != std::string::npos; }
 
-std::vector<RankInfo> gather_infos(Store& store, int size, Deadline deadline) {
+/// Every rank's record, through one store all-gather (a few requests per rank).
+std::vector<RankInfo> gather_infos(Store& store, int rank, int size, const RankInfo& mine,
+                                   Deadline deadline) {
+  std::vector<int> members(static_cast<std::size_t>(size));
+  std::iota(members.begin(), members.end(), 0);
+  const std::vector<std::string> records =
+      store_all_gather(store, rank_info_prefix(), members, rank, encode(mine), deadline);
   std::vector<RankInfo> infos;
   for (int r = 0; r < size; ++r) {
-    infos.push_back(decode_rank_info(store.get(rank_info_key(r), deadline), r));
+    infos.push_back(decode_rank_info(records[static_cast<std::size_t>(r)], r));
   }
   return infos;
 }
@@ -74,6 +84,27 @@ tcp::TcpMeshPlan tcp_plan(int rank, const std::vector<RankInfo>& infos,
   return plan;
 }
 
+/// How long each step of the rendezvous took, logged at INFO (CHORUS_DEBUG=INFO) by
+/// finish(): where a slow start-up spends its time.
+class StepTimes {
+ public:
+  void mark(const char* step) {
+    const auto now = Clock::now();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_).count();
+    text_ += (text_.empty() ? "" : ", ") + std::string(step) + " " + std::to_string(ms) + " ms";
+    last_ = now;
+  }
+  void finish(int rank, int size) const {
+    if (!log_enabled(LogLevel::Info)) return;
+    log(LogLevel::Info,
+        "rank " + std::to_string(rank) + " of " + std::to_string(size) + " connected: " + text_);
+  }
+
+ private:
+  Clock::time_point last_ = Clock::now();
+  std::string text_;
+};
+
 }  // namespace
 
 Kind parse_kind(const std::string& text) {
@@ -95,6 +126,7 @@ Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& 
             nullptr};
   }
 
+  StepTimes steps;
   RankInfo mine{identity.host, identity.pid, "", 0, random_token()};
   net::Socket listener;
   if (options.kind != Kind::Shm) {
@@ -102,10 +134,10 @@ Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& 
     listener = net::listen_tcp(is_ipv6(mine.address) ? "::" : "", 0);
     mine.port = net::local_port(listener);
   }
-  store.set(rank_info_key(rank), encode(mine));
-  std::vector<RankInfo> infos = gather_infos(store, size, options.deadline);
+  std::vector<RankInfo> infos = gather_infos(store, rank, size, mine, options.deadline);
   Topology topology = topology_of(infos);
   if (options.kind == Kind::Shm) require_one_host(topology);
+  steps.mark("records");
 
   shm::ShmMesh shm;
   std::unique_ptr<HostArena> arena;
@@ -113,9 +145,11 @@ Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& 
   if (!host_ranks.empty()) {
     shm = shm::connect_shm_mesh(store, rank, host_ranks, infos,
                                 {options.shm_sized_for, options.deadline});
+    steps.mark("rings");
   }
   if (static_cast<int>(host_ranks.size()) == size) {  // one host: the shm_direct collectives
     arena = HostArena::connect(store, rank, size, infos[0].token, options.deadline);
+    steps.mark("arena");
   }
   shm.links.resize(size);
   tcp::TcpMeshPlan plan = tcp_plan(rank, infos, shm.links, topology, options);
@@ -127,6 +161,8 @@ Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& 
   auto engine = std::make_unique<ProgressEngine>(rank, size, std::move(topology), std::move(links),
                                                  shm.doorbell);
   if (arena) arena->set_liveness(engine.get());
+  steps.mark("tcp");
+  steps.finish(rank, size);
   return {std::move(engine), std::move(arena)};
 }
 

@@ -2,6 +2,7 @@
 #include "transport/rank_info.hpp"
 
 #include "bootstrap/auth.hpp"
+#include "bootstrap/store_exchange.hpp"
 
 #include <chorus/error.hpp>
 
@@ -15,26 +16,6 @@ namespace {
 
 constexpr int kFields = 5;
 
-void append_field(std::string& out, const std::string& field) {
-  out += std::to_string(field.size());
-  out += ':';
-  out += field;
-}
-
-/// Reads one "<n>:<bytes>" field at `*cursor`; false when malformed.
-bool read_field(const std::string& text, std::size_t* cursor, std::string* field) {
-  std::size_t colon = text.find(':', *cursor);
-  if (colon == std::string::npos) return false;
-  std::size_t length = 0;
-  auto [end, ec] = std::from_chars(text.data() + *cursor, text.data() + colon, length);
-  if (ec != std::errc() || end != text.data() + colon || length > text.size() - colon - 1) {
-    return false;
-  }
-  *field = text.substr(colon + 1, length);
-  *cursor = colon + 1 + length;
-  return true;
-}
-
 template <typename Integer>
 bool parse_integer(const std::string& text, Integer* value) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
@@ -43,7 +24,8 @@ bool parse_integer(const std::string& text, Integer* value) {
 
 }  // namespace
 
-std::string rank_info_key(int rank) { return "transport/rank/" + std::to_string(rank); }
+std::string rank_info_prefix() { return "transport/rank"; }
+std::string rank_info_key(int rank) { return rank_info_prefix() + "/" + std::to_string(rank); }
 
 std::string encode(const RankInfo& info) {
   std::string out;

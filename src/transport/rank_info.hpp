@@ -18,7 +18,9 @@ struct RankInfo {
   std::string token;  ///< random hex; names this rank's shared-memory inbox
 };
 
-/// Store key of rank `rank`'s record (inside the communicator's namespace).
+/// The store all-gather of the records (bootstrap/store_exchange.hpp), inside the
+/// communicator's namespace; rank `rank`'s own record is at rank_info_key(rank).
+std::string rank_info_prefix();
 std::string rank_info_key(int rank);
 
 /// Length-prefixed fields ("<n>:<bytes>" five times): any byte may appear in a field.

@@ -39,6 +39,9 @@ void override_from_env(const char* name, std::chrono::microseconds* phase) {
 
 WaitPolicy WaitPolicy::for_counts(int ranks_on_host, int cpus) {
   using std::chrono::microseconds;
+  if (ranks_on_host > kCrowdedRanksPerCpu * cpus) {
+    return WaitPolicy{microseconds(0), microseconds(0), true};
+  }
   if (ranks_on_host > cpus) return WaitPolicy{microseconds(0), microseconds(1000), true};
   return WaitPolicy{microseconds(20), microseconds(30), false};
 }

@@ -4,7 +4,10 @@
 // costs ~50 µs on a virtual machine. While every rank of the host has a core,
 // a waiter polls for a while (the peer is running and will soon post). When ranks
 // outnumber the cores, polling only keeps the rank being waited for off its core:
-// the waiter yields at once, for up to a millisecond, and only then sleeps.
+// the waiter yields at once, for up to a millisecond, and only then sleeps. When they
+// outnumber the cores many times over (more than kCrowdedRanksPerCpu per CPU), a yield
+// mostly hands the core to another waiter that yields in turn, and the awaited rank waits
+// behind all of them: the waiter sleeps at once, and the rank it waits for wakes it.
 #pragma once
 
 #include "core/deadline.hpp"
@@ -21,6 +24,9 @@ inline void cpu_relax() {
   asm volatile("yield");
 #endif
 }
+
+/// Past this many ranks per CPU, waits sleep without yielding first.
+inline constexpr int kCrowdedRanksPerCpu = 8;
 
 struct WaitPolicy {
   std::chrono::microseconds spin{20};   ///< polling from the start of a wait

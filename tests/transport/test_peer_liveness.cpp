@@ -8,6 +8,9 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
 
 namespace chorus::transport::testing {
 namespace {
@@ -55,6 +58,66 @@ TEST(ProcessState, RunningZombieAndReapedProcesses) {
     EXPECT_FALSE(shm::process_alive(zombie.pid()));
   }
   EXPECT_FALSE(shm::process_alive(reaped));
+}
+
+/// A child that runs until release() (or the object goes away), then is left unreaped
+/// until the object goes away.
+class Sleeper {
+ public:
+  Sleeper() {
+    ok_ = ::pipe(pipe_) == 0;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(pipe_[1]);
+      char byte;
+      ssize_t ignored = ::read(pipe_[0], &byte, 1);  // returns at EOF: release()
+      (void)ignored;
+      ::_exit(0);
+    }
+    ok_ = ok_ && pid_ > 0;
+  }
+  ~Sleeper() {
+    release();
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+    ::close(pipe_[0]);
+  }
+  Sleeper(const Sleeper&) = delete;
+  Sleeper& operator=(const Sleeper&) = delete;
+  /// Lets the child exit and waits until it has, without reaping it.
+  void release() {
+    if (pipe_[1] < 0) return;
+    ::close(pipe_[1]);
+    pipe_[1] = -1;
+    siginfo_t info{};
+    ::waitid(P_PID, pid_, &info, WEXITED | WNOWAIT);
+  }
+  bool ok() const { return ok_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  int pipe_[2] = {-1, -1};
+  pid_t pid_ = -1;
+  bool ok_ = false;
+};
+
+TEST(ProcessState, WatchSeesRunningZombieReapedAndLaterExits) {
+  Sleeper running;
+  Zombie zombie;
+  ASSERT_TRUE(running.ok() && zombie.ok());
+  pid_t reaped;
+  {
+    Zombie gone;
+    reaped = gone.pid();
+  }
+  shm::ProcessWatch watch({::getpid(), running.pid(), zombie.pid(), reaped});
+  EXPECT_TRUE(watch.alive(0));
+  EXPECT_TRUE(watch.alive(1));
+  EXPECT_FALSE(watch.alive(2)) << "a zombie has exited";
+  EXPECT_FALSE(watch.alive(3)) << "a reaped process has exited";
+  running.release();
+  std::this_thread::sleep_for(5ms);  // past the watch's refresh period
+  EXPECT_FALSE(watch.alive(1)) << "an exit after the watch began is seen";
+  EXPECT_TRUE(watch.alive(0));
 }
 
 TEST(MeshShm, ZombiePeerProcessIsDetected) {

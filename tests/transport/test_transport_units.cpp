@@ -306,6 +306,18 @@ TEST(WaitPolicy, PollsWithACoreEachAndYieldsAtOnceWhenOversubscribed) {
   EXPECT_EQ(Backoff(shared, start).next(start), Backoff::Action::Yield);
 }
 
+TEST(WaitPolicy, SleepsAtOnceWhenRanksOutnumberCoresManyTimesOver) {
+  using std::chrono::microseconds;
+  const WaitPolicy busy = WaitPolicy::for_counts(8 * 2, 2);
+  EXPECT_EQ(busy.yield, microseconds(1000)) << "8 ranks per CPU still yield first";
+  const WaitPolicy crowded = WaitPolicy::for_counts(8 * 2 + 1, 2);
+  EXPECT_EQ(crowded.spin, microseconds(0));
+  EXPECT_EQ(crowded.yield, microseconds(0));
+  EXPECT_TRUE(crowded.cores_shared);
+  const auto start = Clock::now();
+  EXPECT_EQ(Backoff(crowded, start).next(start), Backoff::Action::Sleep);
+}
+
 TEST(WaitPolicy, EnvironmentOverridesAndRejectsMalformedValues) {
   ::setenv("CHORUS_SPIN_US", "7", 1);
   ::setenv("CHORUS_YIELD_US", "0", 1);

@@ -1,6 +1,7 @@
 // The host arena; see host_arena.hpp.
 #include "transport/arena/host_arena.hpp"
 
+#include "bootstrap/store_exchange.hpp"
 #include "core/env.hpp"
 #include "transport/stall_probe.hpp"
 #include "transport/timeout_sentence.hpp"
@@ -18,14 +19,19 @@ using namespace std::chrono_literals;
 constexpr std::size_t kDefaultSlotBytes = std::size_t{4} << 20;
 constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
 constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
-constexpr auto kCheckPeriod = 1ms;  ///< watcher passes while waiting
-constexpr int kMaxSleepMs = 5;      ///< longest futex sleep
+/// Watcher passes while waiting: every millisecond, or every 20 us per rank when that is
+/// longer (a pass looks at every peer's link, so ranks that wake once per call would
+/// otherwise spend most of a many-rank call in the watcher).
+Clock::duration check_period(int size) {
+  return std::max<Clock::duration>(1ms, std::chrono::microseconds(20) * size);
+}
+constexpr int kMaxSleepMs = 5;  ///< longest futex sleep
 /// Polls a wait makes before it first reads the clock (a peer a few hundred nanoseconds
 /// behind posts within them; a clock read costs as much as several polls here).
 constexpr int kQuickPolls = 32;
 
 std::string ready_key() { return "transport/arena/ready"; }
-std::string mapped_key(int rank) { return "transport/arena/mapped/" + std::to_string(rank); }
+std::string mapped_key() { return "transport/arena/mapped"; }
 
 std::size_t parse_slot_bytes(const std::string& text, const std::string& what) {
   std::size_t value = 0;
@@ -38,8 +44,10 @@ std::size_t parse_slot_bytes(const std::string& text, const std::string& what) {
   return value / 128 * 128;  // two halves, each a whole number of cache lines
 }
 
+/// The flag lines, the arena's doorbell, then each rank's own (posted_bell).
 std::size_t header_bytes(int size) {
-  return sizeof(FlagLine) * static_cast<std::size_t>(size) + sizeof(DoorbellWord);
+  return sizeof(FlagLine) * static_cast<std::size_t>(size) +
+         sizeof(DoorbellWord) * (static_cast<std::size_t>(size) + 1);
 }
 
 constexpr std::size_t kLanesBytes = kLaneBytes * kLanes;
@@ -79,24 +87,24 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
   if (rank == 0) {
     // A round must hold one 8-byte element per rank (reduce-scatter, scatter, all-to-all).
     slot_bytes = std::max(slot_bytes_from_env(), 128 * static_cast<std::size_t>(size));
-    segment = Segment::create("chorus-" + token + "-arena", segment_bytes(size, slot_bytes));
+    segment = Segment::create("chorus-" + token + "-arena", segment_bytes(size, slot_bytes),
+                              /*map_whole=*/false);
     store.set(ready_key(), SegmentNotice{std::to_string(slot_bytes), segment->locator()}.text());
-    std::vector<std::string> mapped;
-    for (int r = 1; r < size; ++r) mapped.push_back(mapped_key(r));
-    store.wait(mapped, deadline);
-    segment->withdraw();
   } else {
     const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(), deadline));
     slot_bytes = parse_slot_bytes(notice.field, "the arena slot size");
     segment = Segment::open(notice.locator, segment_bytes(size, slot_bytes), deadline);
-    // This rank's flag line, the doorbell and its slot; the peers' parts fault in when read.
-    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(rank), sizeof(FlagLine));
-    segment->populate(sizeof(FlagLine) * static_cast<std::size_t>(size), sizeof(DoorbellWord));
-    segment->populate(
-        header_bytes(size) + (slot_bytes + kLanesBytes) * static_cast<std::size_t>(rank),
-        slot_bytes + kLanesBytes);
-    store.set(mapped_key(rank), "1");
   }
+  // This rank's flag line, the doorbells it rings and its slot; the peers' parts fault in
+  // when read.
+  const auto n = static_cast<std::size_t>(size);
+  const auto r = static_cast<std::size_t>(rank);
+  segment->populate(sizeof(FlagLine) * r, sizeof(FlagLine));
+  segment->populate(sizeof(FlagLine) * n, sizeof(DoorbellWord));
+  segment->populate(sizeof(FlagLine) * n + sizeof(DoorbellWord) * (r + 1), sizeof(DoorbellWord));
+  segment->populate(header_bytes(size) + (slot_bytes + kLanesBytes) * r, slot_bytes + kLanesBytes);
+  store_barrier(store, mapped_key(), size, deadline);
+  if (rank == 0) segment->withdraw();
   return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));
 }
 
@@ -105,12 +113,14 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
       rank_(rank),
       size_(size),
       slot_bytes_(slot_bytes),
+      check_period_(check_period(size)),
       stride_(slot_bytes + kLanesBytes),
       half_bytes_(slot_bytes / 2) {
   std::byte* base = segment_->base();
   seen_.assign(static_cast<std::size_t>(size), 0);
   checked_.assign(static_cast<std::size_t>(size), 0);
-  doorbell_ = Doorbell(reinterpret_cast<DoorbellWord*>(base + sizeof(FlagLine) * size));
+  bells_ = reinterpret_cast<DoorbellWord*>(base + sizeof(FlagLine) * size);
+  doorbell_ = Doorbell(bells_);
   slots_ = base + header_bytes(size);
   lines_ = reinterpret_cast<FlagLine*>(base);
 }
@@ -118,7 +128,7 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
 void HostArena::begin_call(const Fingerprint& call, Clock::time_point now) {
   if (watcher_) {
     if (now >= next_call_check_) {
-      next_call_check_ = now + kCheckPeriod;
+      next_call_check_ = now + check_period_;
       watcher_->arena_check(call, /*send_probe=*/false);
     } else {
       watcher_->arena_throw_if_broken();
@@ -175,8 +185,8 @@ void HostArena::post(std::uint64_t value) {
   if (value == 2 * round_ && tiny_rounds_[lane]) {
     line(rank_).rounds[lane].posted.store(value, std::memory_order_release);
   }
-  line(rank_).flag.store(value, std::memory_order_release);  // ring() fences
-  doorbell_.ring();
+  line(rank_).flag.store(value, std::memory_order_release);  // ring_both() fences
+  Doorbell::ring_both(doorbell_, posted_bell(rank_));
 }
 
 void HostArena::wait_all(std::uint64_t value, Deadline deadline) {
@@ -232,7 +242,7 @@ void HostArena::fail(const Error& error) {
 }
 
 /// Spin, then yield, then sleep on the doorbell (wait_policy_); the watcher runs every
-/// kCheckPeriod.
+/// check_period_.
 void HostArena::wait_slow(int r, std::uint64_t value, Deadline deadline) {
   wait_until([&] { return reached(r, value); }, value, std::span<const int>(&r, 1), deadline);
 }
@@ -304,7 +314,7 @@ void HostArena::wait_until(Reached&& reached, std::uint64_t value, std::span<con
           if ((lost = watcher_->arena_lost(r))) break;
         }
       }
-      next_check = now + kCheckPeriod;
+      next_check = now + check_period_;
       // After the loss was seen: everything a lost rank wrote before it left is visible.
       if (reached()) break;
       if (lost) {
@@ -322,12 +332,15 @@ void HostArena::wait_until(Reached&& reached, std::uint64_t value, std::span<con
     } else if (action == Backoff::Action::Yield) {
       sched_yield();
     } else {
-      std::uint32_t sequence = doorbell_.arm();
+      // Waiting for one rank: on its own doorbell, which only its posts ring, so that n
+      // sleepers are not all woken by every post (n² wake-ups per round).
+      const Doorbell bell = awaited.size() == 1 ? posted_bell(awaited[0]) : doorbell_;
+      std::uint32_t sequence = bell.arm();
       if (!reached()) {
         int ms = std::min(kMaxSleepMs, std::max(1, remaining_ms(deadline)));
-        doorbell_.sleep(sequence, ms);
+        bell.sleep(sequence, ms);
       }
-      doorbell_.disarm();
+      bell.disarm();
     }
   }
 }

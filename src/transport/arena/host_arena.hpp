@@ -1,7 +1,7 @@
 // The host arena: one shared-memory segment per communicator whose ranks all
 // live on one host, in which the shm_direct collectives work directly.
 //
-// Layout: [FlagLine x n][DoorbellWord][slot 0] ... [slot n-1]. Each slot (one
+// Layout: [FlagLine x n][DoorbellWord x (n + 1)][slot 0] ... [slot n-1]. Each slot (one
 // per rank) is two halves of CHORUS_SHM_ARENA_BYTES / 2 each, then kLanes lanes
 // of kLaneBytes. A round that writes at most kLaneBytes into any rank's buffer
 // (the caller says so in begin_round) is a small round and uses lane g % kLanes;
@@ -37,9 +37,11 @@
 // and the second phase read flags); a peer whose round is not tiny (another call) is
 // caught by the flag, and its record then fails the check.
 // Waiting follows the transport's WaitPolicy (spin, then yield; only yield when ranks
-// outnumber the CPUs), then sleeps on the arena's futex doorbell (5 ms at most), calling
-// the transport's Liveness (transport/liveness.hpp: aborts, dead peers, probes) every millisecond,
-// so nothing hangs.
+// outnumber the CPUs), then sleeps on a futex doorbell (5 ms at most): the awaited rank's
+// own when it waits for one rank (only that rank's posts wake it), else the arena's
+// (every post rings both), calling
+// the transport's Liveness (transport/liveness.hpp: aborts, dead peers, probes) every millisecond
+// (every 20 us per rank past 50 ranks), so nothing hangs.
 #pragma once
 
 #include "bootstrap/store.hpp"
@@ -171,6 +173,8 @@ class HostArena {
  private:
   HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes);
   FlagLine& line(int r) const;
+  /// Rank r's own doorbell: its posts ring it, waits for r alone sleep on it.
+  Doorbell posted_bell(int r) const { return Doorbell(bells_ + 1 + r); }
   bool reached(int r, std::uint64_t value);
   void publish_round();
   void check_round_of(int r, std::uint64_t round);
@@ -194,13 +198,15 @@ class HostArena {
   std::shared_ptr<Segment> segment_;
   int rank_;
   int size_;
-  std::size_t slot_bytes_;  ///< both halves
-  std::size_t stride_;      ///< from one rank's slot to the next: halves and lanes
+  std::size_t slot_bytes_;        ///< both halves
+  Clock::duration check_period_;  ///< between watcher passes while waiting
+  std::size_t stride_;            ///< from one rank's slot to the next: halves and lanes
   std::size_t half_bytes_;
   FlagLine* lines_ = nullptr;  ///< the segment's head: every rank's FlagLine
   std::byte* slots_ = nullptr;
-  Doorbell doorbell_;
-  Liveness* watcher_ = nullptr;  ///< the transport's liveness, or none
+  DoorbellWord* bells_ = nullptr;  ///< the arena's doorbell, then one per rank
+  Doorbell doorbell_;              ///< bells_[0]: waits for any of several ranks sleep here
+  Liveness* watcher_ = nullptr;    ///< the transport's liveness, or none
   WaitPolicy wait_policy_;
   WindowTable windows_;
   Fingerprint call_;

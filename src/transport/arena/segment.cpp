@@ -39,7 +39,8 @@ std::byte* map_shared(int fd, std::size_t bytes, const std::string& name, bool p
 
 }  // namespace
 
-std::shared_ptr<Segment> Segment::create(const std::string& name, std::size_t bytes) {
+std::shared_ptr<Segment> Segment::create(const std::string& name, std::size_t bytes,
+                                         bool map_whole) {
   const std::string label = name.empty() || name[0] != '/' ? name : name.substr(1);
   FdGuard fd{::memfd_create(label.c_str(), MFD_CLOEXEC)};
   if (fd.fd < 0) throw_system("cannot create shared memory " + name, errno);
@@ -51,7 +52,7 @@ std::shared_ptr<Segment> Segment::create(const std::string& name, std::size_t by
     throw_system("cannot allocate " + std::to_string(bytes) + " bytes of shared memory for " + name,
                  code);
   }
-  std::byte* base = map_shared(fd.fd, bytes, name, /*populate=*/true);
+  std::byte* base = map_shared(fd.fd, bytes, name, map_whole);
   std::shared_ptr<Segment> segment(new Segment(name, base, bytes, fd.release()));
   segment->server_ = std::make_unique<FdServer>(segment->fd_);
   segment->locator_ = segment->server_->name();

@@ -18,7 +18,11 @@ class Segment {
   /// Creates a segment of `bytes` zero bytes, every page allocated (a full memory is an
   /// error here, not a SIGBUS later). `name` is for messages and /proc/<pid>/maps only.
   /// Others can open it (locator()) until withdraw().
-  static std::shared_ptr<Segment> create(const std::string& name, std::size_t bytes);
+  /// `map_whole`: the creator's page tables are filled in for the whole segment; false: the
+  /// creator, like an opener, populate()s only what it uses (a segment that many ranks
+  /// share: one process filling in gigabytes of page tables would hold up every rank).
+  static std::shared_ptr<Segment> create(const std::string& name, std::size_t bytes,
+                                         bool map_whole = true);
   /// Maps the segment another process created, given its locator(), waiting for its
   /// creator until `deadline`; the segment must be exactly `bytes` long. The creator maps
   /// with every page table filled in; an opener only with those it populate()s (the rest

@@ -1,10 +1,11 @@
-// The inbox of one rank: one shared-memory segment holding its doorbell and
-// one SPSC ring per same-host sender (slot = the sender's index among the
-// host's ranks, so the owner's own slot is unused). The owner creates it and
-// reads the rings; every same-host peer maps it, writes its own ring and
-// rings the doorbell.
+// The inbox of one rank: its doorbell and one SPSC ring per same-host sender
+// (slot = the sender's index among the host's ranks, so the owner's own slot is
+// unused). The owner reads the rings; every same-host peer writes its own ring
+// and rings the doorbell. The inboxes of a host's ranks lie in one shared-memory
+// segment (inbox k at k x inbox_bytes()), which the host's first rank creates and
+// every other maps: one mapping per rank, not one per pair of ranks.
 //
-// Layout: [InboxHeader][slot 0: RingControl, capacity bytes]...[slot n-1: ...]
+// Inbox layout: [InboxHeader][slot 0: RingControl, capacity bytes]...[slot n-1: ...]
 #pragma once
 
 #include "transport/arena/segment.hpp"
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace chorus::transport::shm {
 
@@ -21,18 +23,22 @@ struct InboxGeometry {
   int slots = 0;                    ///< ranks on the host
   std::uint64_t ring_capacity = 0;  ///< power of two
 
-  std::size_t segment_bytes() const;
+  /// One inbox, rounded up to whole pages.
+  std::size_t inbox_bytes() const;
+  /// Offset of sender `slot`'s ring control within an inbox.
   std::size_t slot_offset(int slot) const;
 };
 
+/// Creates the segment of the inboxes of `owners` (ranks, in slot order) under `name`.
+std::shared_ptr<Segment> create_inboxes(const std::string& name, const std::vector<int>& owners,
+                                        const InboxGeometry& geometry);
+
 class Inbox {
  public:
-  /// Creates the inbox of `owner_rank` under `name`.
-  static Inbox create(const std::string& name, int owner_rank, const InboxGeometry& geometry);
-  /// Maps the inbox another rank created, given its segment's locator (Segment::open);
-  /// checks that it is the one expected.
-  static Inbox open(const std::string& locator, int owner_rank, const InboxGeometry& geometry,
-                    Deadline deadline);
+  /// The inbox of slot `slot` in a segment made by create_inboxes (or mapped from one);
+  /// checks that it is the inbox of `owner_rank` with this geometry.
+  static Inbox at(std::shared_ptr<Segment> segment, int slot, int owner_rank,
+                  const InboxGeometry& geometry);
 
   /// Fills the page tables of the header (the doorbell) and of sender `slot`'s ring: what a
   /// peer that maps this inbox touches.
@@ -43,15 +49,16 @@ class Inbox {
   const std::shared_ptr<Segment>& segment() const { return segment_; }
 
  private:
-  Inbox(std::shared_ptr<Segment> segment, InboxGeometry geometry)
-      : segment_(std::move(segment)), geometry_(geometry) {}
+  Inbox(std::shared_ptr<Segment> segment, InboxGeometry geometry, std::size_t offset)
+      : segment_(std::move(segment)), geometry_(geometry), offset_(offset) {}
 
   std::shared_ptr<Segment> segment_;
   InboxGeometry geometry_;
+  std::size_t offset_ = 0;  ///< of this inbox within the segment
 };
 
-/// "chorus-<token>-<rank>", the segment's name in messages and /proc/<pid>/maps
-/// (`token` is random per rank and communicator).
+/// "chorus-<token>-<rank>-inboxes", the segment's name in messages and /proc/<pid>/maps
+/// (`token` is random per rank and communicator; `owner_rank` the host's first rank).
 std::string inbox_name(const std::string& token, int owner_rank);
 
 }  // namespace chorus::transport::shm

@@ -1,8 +1,6 @@
 // Shared-memory link; see shm_link.hpp.
 #include "transport/shm/shm_link.hpp"
 
-#include "transport/shm/process_state.hpp"
-
 #include <chorus/error.hpp>
 
 #include <string>
@@ -10,9 +8,11 @@
 namespace chorus::transport::shm {
 
 ShmLink::ShmLink(int peer, pid_t peer_pid, const Inbox& mine, const Inbox& theirs, int my_slot,
-                 int peer_slot)
+                 int peer_slot, std::shared_ptr<ProcessWatch> watch)
     : peer_(peer),
       peer_pid_(peer_pid),
+      peer_slot_(peer_slot),
+      watch_(std::move(watch)),
       my_segment_(mine.segment()),
       peer_segment_(theirs.segment()),
       rx_(mine.ring(peer_slot)),
@@ -44,7 +44,7 @@ std::size_t ShmLink::read_some(void* data, std::size_t bytes) {
 }
 
 void ShmLink::check_peer() {
-  if (!peer_died_ && !process_alive(peer_pid_)) peer_died_ = true;
+  if (!peer_died_ && !watch_->alive(static_cast<std::size_t>(peer_slot_))) peer_died_ = true;
 }
 
 void ShmLink::throw_gone() const {

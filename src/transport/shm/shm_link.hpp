@@ -5,12 +5,13 @@
 // Peer loss: the destructor closes both rings (producer side of tx, consumer
 // side of rx) and rings the peer, so a peer in the same process sees
 // "closed the connection"; check_peer() notices a peer process that died
-// without running its destructor (process_alive(): no such pid, or a zombie
-// its parent has not reaped yet).
+// without running its destructor (the mesh's ProcessWatch: no such pid, or a
+// zombie its parent has not reaped yet).
 #pragma once
 
 #include "transport/link.hpp"
 #include "transport/shm/inbox.hpp"
+#include "transport/shm/process_state.hpp"
 
 #include <sys/types.h>
 
@@ -19,9 +20,10 @@ namespace chorus::transport::shm {
 class ShmLink final : public Link {
  public:
   /// `mine` is this rank's inbox, `theirs` the peer's; `my_slot`/`peer_slot`
-  /// are the two ranks' indices among the host's ranks.
+  /// are the two ranks' indices among the host's ranks; the peer's process is
+  /// `watch`'s process `peer_slot`, whose pid is `peer_pid`.
   ShmLink(int peer, pid_t peer_pid, const Inbox& mine, const Inbox& theirs, int my_slot,
-          int peer_slot);
+          int peer_slot, std::shared_ptr<ProcessWatch> watch);
   ~ShmLink() override;
   ShmLink(const ShmLink&) = delete;
   ShmLink& operator=(const ShmLink&) = delete;
@@ -37,6 +39,8 @@ class ShmLink final : public Link {
 
   int peer_;
   pid_t peer_pid_;
+  int peer_slot_;
+  std::shared_ptr<ProcessWatch> watch_;
   std::shared_ptr<Segment> my_segment_;    ///< keeps rx mapped
   std::shared_ptr<Segment> peer_segment_;  ///< keeps tx and the peer's doorbell mapped
   Ring rx_;

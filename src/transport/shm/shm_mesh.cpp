@@ -1,6 +1,7 @@
 // Shared-memory rendezvous; see shm_mesh.hpp.
 #include "transport/shm/shm_mesh.hpp"
 
+#include "bootstrap/store_exchange.hpp"
 #include "core/env.hpp"
 #include "transport/shm/inbox.hpp"
 #include "transport/shm/shm_link.hpp"
@@ -18,9 +19,6 @@ constexpr std::uint64_t kDefaultRingBytes = std::uint64_t{1} << 20;
 constexpr std::uint64_t kInboxBudget = std::uint64_t{8} << 20;
 constexpr std::uint64_t kMinRingBytes = std::uint64_t{4} << 10;
 constexpr std::uint64_t kMaxRingBytes = std::uint64_t{256} << 20;
-
-std::string ready_key(int rank) { return "transport/shm/ready/" + std::to_string(rank); }
-std::string mapped_key(int rank) { return "transport/shm/mapped/" + std::to_string(rank); }
 
 bool valid_capacity(std::uint64_t bytes) {
   return bytes >= kMinRingBytes && bytes <= kMaxRingBytes && (bytes & (bytes - 1)) == 0;
@@ -56,37 +54,46 @@ std::uint64_t ring_capacity(int peers) {
 ShmMesh connect_shm_mesh(Store& store, int rank, const std::vector<int>& host_ranks,
                          const std::vector<RankInfo>& infos, const ShmOptions& options) {
   const int slots = static_cast<int>(host_ranks.size());
-  InboxGeometry mine{slots, ring_capacity(std::max(slots, options.sized_for) - 1)};
-  Inbox my_inbox = Inbox::create(inbox_name(infos[rank].token, rank), rank, mine);
-  store.set(
-      ready_key(rank),
-      SegmentNotice{std::to_string(mine.ring_capacity), my_inbox.segment()->locator()}.text());
-
+  const int leader = host_ranks.front();
+  const std::string ready_key = "transport/shm/ready/" + std::to_string(leader);
+  std::shared_ptr<Segment> segment;
+  InboxGeometry geometry{slots, 0};
+  if (rank == leader) {
+    geometry.ring_capacity = ring_capacity(std::max(slots, options.sized_for) - 1);
+    segment = create_inboxes(inbox_name(infos[rank].token, rank), host_ranks, geometry);
+    store.set(ready_key,
+              SegmentNotice{std::to_string(geometry.ring_capacity), segment->locator()}.text());
+  } else {
+    const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key, options.deadline));
+    geometry.ring_capacity = parse_capacity(
+        notice.field, "the ring size of the inboxes of rank " + std::to_string(leader));
+    segment =
+        Segment::open(notice.locator, geometry.inbox_bytes() * host_ranks.size(), options.deadline);
+  }
+  const int my_slot = slot_of(host_ranks, rank);
+  const Inbox my_inbox = Inbox::at(segment, my_slot, rank, geometry);
+  segment->populate(my_slot * geometry.inbox_bytes(), geometry.inbox_bytes());
   std::map<int, Inbox> peer_inboxes;
-  for (int peer : host_ranks) {
+  for (int slot = 0; slot < slots; ++slot) {
+    const int peer = host_ranks[static_cast<std::size_t>(slot)];
     if (peer == rank) continue;
-    const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(peer), options.deadline));
-    InboxGeometry theirs{
-        slots, parse_capacity(notice.field, "the ring size of rank " + std::to_string(peer))};
-    Inbox inbox = Inbox::open(notice.locator, peer, theirs, options.deadline);
-    inbox.populate_for(slot_of(host_ranks, rank));
+    Inbox inbox = Inbox::at(segment, slot, peer, geometry);
+    inbox.populate_for(my_slot);
     peer_inboxes.emplace(peer, std::move(inbox));
   }
-  store.set(mapped_key(rank), "1");
-  std::vector<std::string> mapped;
-  for (int peer : host_ranks) {
-    if (peer != rank) mapped.push_back(mapped_key(peer));
-  }
-  store.wait(mapped, options.deadline);
-  my_inbox.segment()->withdraw();
+  store_barrier(store, "transport/shm/mapped/" + std::to_string(leader), slots, options.deadline);
+  segment->withdraw();
 
+  std::vector<pid_t> pids;
+  for (int r : host_ranks) pids.push_back(r == rank ? 0 : static_cast<pid_t>(infos[r].pid));
+  auto watch = std::make_shared<ProcessWatch>(std::move(pids));
   ShmMesh mesh;
   mesh.links.resize(infos.size());
   mesh.doorbell = my_inbox.doorbell();
   for (auto& [peer, inbox] : peer_inboxes) {
     mesh.links[peer] =
         std::make_unique<ShmLink>(peer, static_cast<pid_t>(infos[peer].pid), my_inbox, inbox,
-                                  slot_of(host_ranks, rank), slot_of(host_ranks, peer));
+                                  my_slot, slot_of(host_ranks, peer), watch);
   }
   return mesh;
 }

@@ -1,14 +1,18 @@
-// Connecting the shared-memory links of a mesh: every rank with same-host
-// peers creates its inbox (an anonymous segment, transport/arena/segment.hpp),
-// announces it, maps the inboxes of those peers, announces that, and withdraws
-// its own inbox once every peer mapped it. Nothing ever appears in /dev/shm.
+// Connecting the shared-memory links of a mesh: the first rank of each host
+// creates the inboxes of the host's ranks in one anonymous segment
+// (transport/arena/segment.hpp, shm/inbox.hpp) and announces it; the host's other
+// ranks map it (one mapping and one descriptor hand-over per rank, whatever the
+// number of peers) and announce that; the creator withdraws the segment once all
+// have. Nothing ever appears in /dev/shm. A rank makes 3 store requests (a get
+// and a barrier, bootstrap/store_exchange.hpp), the creator 3.
 //
 // Memory: a rank's inbox holds one ring per same-host peer, each at most 1 MiB and
 // halved until the rings fit in 8 MiB (at least 4 KiB each), so a host's rings take
 // at most 8 MiB per rank (4 KiB per peer past 2048 ranks) instead of 1 MiB per pair.
 //
-// Store keys (inside the communicator's namespace): "transport/shm/ready/<r>"
-// (value: "<ring capacity in bytes> <segment locator>") and "transport/shm/mapped/<r>".
+// Store keys (inside the communicator's namespace), per host named by its first rank f:
+// "transport/shm/ready/<f>" ("<ring capacity in bytes> <segment locator>") and the
+// barrier "transport/shm/mapped/<f>".
 #pragma once
 
 #include "bootstrap/store.hpp"
