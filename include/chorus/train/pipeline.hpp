@@ -20,6 +20,7 @@
 #include <chorus/train/gpt.hpp>
 #include <chorus/train/mesh.hpp>
 #include <chorus/train/pipeline_schedule.hpp>
+#include <chorus/train/reducer.hpp>
 
 #include <ATen/core/Tensor.h>
 
@@ -57,6 +58,12 @@ struct MicroBatch {
 CHORUS_EXPORT std::vector<MicroBatch> split_micro_batches(const at::Tensor& tokens,
                                                           const at::Tensor& targets, int count);
 
+/// Blocks per virtual stage of `config`'s model under `options` (GptPipeline's partition):
+/// options.layers_per_stage checked, or balanced by parameter count. InvalidArgument naming the
+/// numbers when there are fewer blocks than virtual stages or the explicit list does not fit.
+CHORUS_EXPORT std::vector<std::int64_t> gpt_stage_layers(const GptConfig& config,
+                                                         const PipelineOptions& options);
+
 class CHORUS_EXPORT GptPipeline {
  public:
   /// Collective-free. Builds the schedule and verifies it, cuts the blocks, builds the model.
@@ -78,9 +85,24 @@ class CHORUS_EXPORT GptPipeline {
   /// waiting for CHORUS_TIMEOUT; the pipeline cannot run another step after that.
   at::Tensor forward_backward(const std::vector<MicroBatch>& micro_batches);
 
+  /// Forward only, without autograd: the mean token loss over `micro_batches` (any number of
+  /// them, of any shapes, the same on every pipeline rank), each passing the virtual stages in
+  /// order, on the ranks that hold the last virtual stage; an undefined tensor elsewhere.
+  /// Collective over the pipeline group; a failure aborts it, as in forward_backward.
+  at::Tensor evaluate(const std::vector<MicroBatch>& micro_batches);
+
   /// This rank's parameters (its chunks'), with their logical names.
   std::vector<GptParameter> named_parameters() const;
   std::vector<at::Tensor> parameters() const;
+  /// This rank's parameters whose gradients must be summed over tp (GptModel's
+  /// partial_gradient_parameters, those of its chunks).
+  std::vector<at::Tensor> partial_gradient_parameters() const;
+  /// This rank's gradients as pieces of the global gradient, for global_grad_norm and
+  /// clip_grad_norm over the groups {tp, pp, then `replicated` more}: tp-sharded or
+  /// replicated as the model holds them, different on every pipeline rank, and the same on
+  /// every rank of each further group (dp once reduced). The tied embedding, held by the first
+  /// and the last stage with the same gradient after a step, is counted by the first only.
+  std::vector<NormPiece> norm_pieces(std::size_t replicated = 0) const;
   /// True on the ranks that hold the last virtual stage (and so return the loss).
   bool holds_loss() const;
   const PipelineSchedule& schedule() const;

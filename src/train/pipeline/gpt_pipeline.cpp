@@ -24,8 +24,9 @@ const PipelineOptions& checked(const PipelineOptions& o, const PipelineGroups& g
   return o;
 }
 
-/// Blocks per virtual stage: the explicit list, checked, or balanced by parameter count.
-std::vector<std::int64_t> partition(const GptConfig& c, const PipelineOptions& o) {
+}  // namespace
+
+std::vector<std::int64_t> gpt_stage_layers(const GptConfig& c, const PipelineOptions& o) {
   const int stages = o.schedule.stages * o.schedule.chunks;
   if (!o.layers_per_stage.empty()) {
     check_partition(o.layers_per_stage, c.layers, stages);
@@ -35,6 +36,8 @@ std::vector<std::int64_t> partition(const GptConfig& c, const PipelineOptions& o
   const std::vector<std::int64_t> block(static_cast<std::size_t>(c.layers), 12 * h * h + 13 * h);
   return balanced_partition(block, stages, (c.vocab + c.sequence) * h, (c.vocab + 2) * h);
 }
+
+namespace {
 
 /// The block index of a "layers.<i>.…" name, else -1.
 std::int64_t block_of(const std::string& name) {
@@ -51,7 +54,7 @@ GptPipeline::Impl::Impl(const GptConfig& c, const PipelineGroups& g, const Pipel
       options(checked(o, g)),
       schedule(make_schedule(o.schedule)),
       report(verify_schedule(schedule, o.costs)),
-      layers(partition(c, o)),
+      layers(gpt_stage_layers(c, o)),
       model(c, g.tp) {
   std::int64_t next = 0;
   for (std::int64_t n : layers) first.push_back(std::exchange(next, next + n));
@@ -107,6 +110,35 @@ std::vector<GptParameter> GptPipeline::named_parameters() const {
         out.push_back(p);
         break;
       }
+  return out;
+}
+
+at::Tensor GptPipeline::evaluate(const std::vector<MicroBatch>& micro_batches) {
+  return impl_->evaluate(micro_batches);
+}
+
+std::vector<at::Tensor> GptPipeline::partial_gradient_parameters() const {
+  std::vector<at::Tensor> out;
+  const std::vector<at::Tensor> owned = parameters();
+  for (const at::Tensor& p : impl_->model.partial_gradient_parameters())
+    for (const at::Tensor& q : owned)
+      if (p.is_same(q)) out.push_back(p);
+  return out;
+}
+
+std::vector<NormPiece> GptPipeline::norm_pieces(std::size_t replicated) const {
+  using Place = GradPlacement;
+  std::vector<NormPiece> out;
+  const bool second_copy = impl_->p() > 1 && impl_->holds_last();
+  for (const GptParameter& q : named_parameters()) {
+    const Place over_tp = q.shard_dim >= 0 ? Place::Sharded : Place::Replicated;
+    // Replicated over pp: counted by pipeline rank 0 only (the tied embedding's first copy).
+    const Place over_pp =
+        second_copy && q.name == "embedding.weight" ? Place::Replicated : Place::Sharded;
+    std::vector<Place> placements{over_tp, over_pp};
+    placements.resize(2 + replicated, Place::Replicated);
+    out.push_back({q.tensor.grad(), std::move(placements)});
+  }
   return out;
 }
 

@@ -30,8 +30,9 @@ struct GptPipeline::Impl {
   std::vector<std::int64_t> first;   ///< the first block of each virtual stage
   GptModel model;
 
-  // One step's state.
+  // One step's (or evaluation's) state.
   const std::vector<MicroBatch>* batch = nullptr;
+  int tag_span = 1;      ///< micro-batches of the current run: distinct tags for each
   double tokens = 0;     ///< all micro-batches' tokens: the loss's divisor
   at::Tensor step_loss;  ///< the sum of the scaled micro-batch losses so far
   std::vector<std::vector<MicroBatchSlot>> slots;  ///< [chunk][micro-batch]
@@ -50,6 +51,11 @@ struct GptPipeline::Impl {
   std::vector<at::Tensor> chunk_parameters(int chunk) const;
 
   at::Tensor step(const std::vector<MicroBatch>& micro_batches);
+  at::Tensor evaluate(const std::vector<MicroBatch>& micro_batches);
+  /// Runs `actions` over `micro_batches` (checked) and returns the loss they summed; aborts
+  /// the pipeline group when one fails.
+  at::Tensor run_all(const std::vector<PipelineAction>& actions,
+                     const std::vector<MicroBatch>& micro_batches);
   void run(const PipelineAction& a);
   void forward(int i, int chunk);
   void backward(int i, int chunk, PipelineOp op);

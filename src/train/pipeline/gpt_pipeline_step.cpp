@@ -17,6 +17,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -25,7 +26,7 @@ namespace chorus::train {
 using Op = PipelineOp;
 
 int GptPipeline::Impl::tag(int kind, int to_stage, int i) const {
-  return (kind * schedule.virtual_stages() + to_stage) * schedule.micro_batches() + i;
+  return (kind * schedule.virtual_stages() + to_stage) * tag_span + i;
 }
 
 detail::ExpectedTensor GptPipeline::Impl::expected(const char* what, int i, int from,
@@ -129,11 +130,8 @@ void GptPipeline::Impl::reduce_tied_embedding() {
     weight.mutable_grad() = sum;
 }
 
-at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches) {
-  const int m = schedule.micro_batches();
-  require_argument(static_cast<int>(micro_batches.size()) == m,
-                   "GptPipeline: " + std::to_string(micro_batches.size()) +
-                       " micro-batches for a schedule of " + std::to_string(m));
+at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions,
+                                      const std::vector<MicroBatch>& micro_batches) {
   tokens = 0;
   for (const MicroBatch& mb : micro_batches) {
     require_argument(mb.tokens.defined() && mb.tokens.dim() == 2 && mb.targets.defined() &&
@@ -142,11 +140,12 @@ at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches)
     tokens += static_cast<double>(mb.tokens.numel());
   }
   batch = &micro_batches;
+  tag_span = std::max<int>(1, static_cast<int>(micro_batches.size()));
   slots.assign(static_cast<std::size_t>(schedule.chunks()),
-               std::vector<MicroBatchSlot>(static_cast<std::size_t>(m)));
+               std::vector<MicroBatchSlot>(micro_batches.size()));
   step_loss = at::Tensor();
   try {
-    for (const PipelineAction& a : schedule.ranks[static_cast<std::size_t>(rank())]) run(a);
+    for (const PipelineAction& a : actions) run(a);
     for (detail::PendingSend& send : sends) send.wait();
   } catch (...) {
     // The neighbours may be waiting for this stage: make them fail now, not at the timeout.
@@ -157,8 +156,35 @@ at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches)
   sends.clear();
   slots.clear();
   batch = nullptr;
-  reduce_tied_embedding();
   return std::exchange(step_loss, at::Tensor());
+}
+
+at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches) {
+  const int m = schedule.micro_batches();
+  require_argument(static_cast<int>(micro_batches.size()) == m,
+                   "GptPipeline: " + std::to_string(micro_batches.size()) +
+                       " micro-batches for a schedule of " + std::to_string(m));
+  at::Tensor loss = run_all(schedule.ranks[static_cast<std::size_t>(rank())], micro_batches);
+  reduce_tied_embedding();
+  return loss;
+}
+
+/// Each micro-batch through this rank's chunks in order: virtual stage s of micro-batch i
+/// waits only for stage s - 1 of i, which every rank reaches first in (i, chunk) order, so
+/// the ranks never wait on each other in a cycle.
+at::Tensor GptPipeline::Impl::evaluate(const std::vector<MicroBatch>& micro_batches) {
+  at::NoGradGuard no_grad;
+  std::vector<PipelineAction> actions;
+  const int n = static_cast<int>(micro_batches.size());
+  const int previous = (rank() + p() - 1) % p(), next = (rank() + 1) % p();
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < schedule.chunks(); ++c) {
+      const bool remote = p() > 1;
+      if (remote && stage(c) > 0) actions.push_back({Op::RecvActivation, i, c, previous});
+      actions.push_back({Op::Forward, i, c, -1});
+      if (remote && stage(c) < last_stage()) actions.push_back({Op::SendActivation, i, c, next});
+    }
+  return run_all(actions, micro_batches);
 }
 
 }  // namespace chorus::train

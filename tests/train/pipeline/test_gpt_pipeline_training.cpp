@@ -1,0 +1,118 @@
+// What a training loop needs of the pipelined GPT besides its step (threads as ranks, fp64,
+// against the one-process model, rtol 1e-10): the forward-only evaluation, and the
+// replication-aware global gradient norm over {tp, pp}, each logical parameter counted once.
+#include <chorus/train/pipeline.hpp>
+#include <chorus/train/reducer.hpp>
+
+#include "pipeline_test_util.hpp"
+
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace chorus::train {
+namespace {
+
+using namespace pp_test;
+using tp_test::expect_close;
+
+/// Micro-batches of different lengths and sizes (any number: evaluation has no schedule).
+std::vector<MicroBatch> uneven_micro_batches() {
+  std::vector<MicroBatch> out;
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes{
+      {6, 2}, {3, 1}, {5, 3}, {6, 1}, {2, 2}};
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto [t, y] = batch(static_cast<int>(i), shapes[i].second, shapes[i].first);
+    out.push_back({t, y});
+  }
+  return out;
+}
+
+/// The one-process model's mean token loss over `micro_batches`.
+at::Tensor reference_loss(const GptModel& model, const std::vector<MicroBatch>& micro_batches) {
+  double tokens = 0;
+  for (const MicroBatch& mb : micro_batches) tokens += static_cast<double>(mb.tokens.numel());
+  at::Tensor sum = at::zeros({}, at::kDouble);
+  for (const MicroBatch& mb : micro_batches)
+    sum = sum + model.loss(mb.tokens, mb.targets) * (static_cast<double>(mb.tokens.numel()));
+  return sum / tokens;
+}
+
+void check_evaluation(const ScheduleOptions& schedule, int tp) {
+  SCOPED_TRACE(std::string(to_string(schedule.kind)) + " p " + std::to_string(schedule.stages) +
+               " tp " + std::to_string(tp));
+  chorus::testing::ThreadJob job(schedule.stages * tp);
+  ASSERT_TRUE(job.ok());
+  job.run([&](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.pp = schedule.stages, .tp = tp}, .embedding_group = true});
+    GptPipeline pipeline(config(4), groups_of(mesh), {.schedule = schedule});
+    const GptModel reference(config(4), mesh.tp());
+    const std::vector<MicroBatch> micro_batches = uneven_micro_batches();
+    const at::Tensor loss = pipeline.evaluate(micro_batches);
+    ASSERT_EQ(loss.defined(), pipeline.holds_loss());
+    if (loss.defined()) {
+      EXPECT_FALSE(loss.requires_grad());
+      at::NoGradGuard no_grad;
+      expect_close(loss, reference_loss(reference, micro_batches), "evaluation loss");
+    }
+    for (const at::Tensor& p : pipeline.parameters()) EXPECT_FALSE(p.grad().defined());
+    EXPECT_FALSE(pipeline.evaluate({}).defined());  // nothing to evaluate: no loss anywhere
+  });
+}
+
+// Five micro-batches of other shapes through 2 and 3 stages, interleaved chunks included, and
+// tensor-parallel stages: the mean token loss of the one-process model, no gradient made.
+TEST(GptPipelineTraining, EvaluationIsTheOneProcessLoss) {
+  check_evaluation({ScheduleKind::OneFOneB, 3, 1, 1}, 1);
+  check_evaluation({ScheduleKind::Interleaved, 2, 2, 2}, 1);
+  check_evaluation({ScheduleKind::GPipe, 2, 1, 1}, 2);
+  check_evaluation({ScheduleKind::GPipe, 1, 1, 1}, 1);
+}
+
+/// The global gradient norm of the pipeline's pieces over {tp, pp} equals the one-process
+/// model's, and clipping leaves the pipeline's gradients equal to the clipped reference's.
+void check_norm(const ScheduleOptions& schedule, int tp) {
+  SCOPED_TRACE(std::string(to_string(schedule.kind)) + " p " + std::to_string(schedule.stages) +
+               " v " + std::to_string(schedule.chunks) + " tp " + std::to_string(tp));
+  chorus::testing::ThreadJob job(schedule.stages * tp);
+  ASSERT_TRUE(job.ok());
+  job.run([&](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.pp = schedule.stages, .tp = tp}, .embedding_group = true});
+    GptPipeline pipeline(config(4), groups_of(mesh), {.schedule = schedule});
+    const GptModel reference(config(4), mesh.tp());
+    const int m = schedule.micro_batches;
+    const auto [tokens, targets] = batch(0, 2 * m);
+    pipeline.forward_backward(split_micro_batches(tokens, targets, m));
+    reference.loss(tokens, targets).backward();
+    double squares = 0;  // the tp shards' squares, summed over tp below
+    double replicated = 0;
+    for (const GptParameter& q : reference.named_parameters()) {
+      const double s = q.tensor.grad().pow(2).sum().item<double>();
+      (q.shard_dim >= 0 ? squares : replicated) += s;
+    }
+    Communicator tp_comm = mesh.tp().comm;
+    tp_comm.all_reduce(&squares, &squares, 1, DataType::Float64, ReduceOp::Sum);
+    const double expected = std::sqrt(squares + replicated);
+    const std::vector<Group> groups{mesh.tp(), mesh.pp()};
+    EXPECT_NEAR(global_grad_norm(pipeline.norm_pieces(), groups), expected, 1e-10 * expected);
+    const double max_norm = expected / 3;
+    clip_grad_norm(pipeline.norm_pieces(), groups, max_norm);
+    std::map<std::string, at::Tensor> clipped;
+    for (const GptParameter& q : reference.named_parameters())
+      clipped[q.name] = q.tensor.grad() * (max_norm / (expected + 1e-6));
+    for (const GptParameter& q : pipeline.named_parameters())
+      expect_close(q.tensor.grad(), clipped.at(q.name), q.name + " clipped gradient");
+  });
+}
+
+// The tied embedding on the first and last stage counted once; every stage's parameters and
+// tp's shards and replicas each once; interleaved chunks on one rank.
+TEST(GptPipelineTraining, GlobalNormCountsEveryParameterOnce) {
+  check_norm({ScheduleKind::OneFOneB, 3, 3, 1}, 1);
+  check_norm({ScheduleKind::Interleaved, 2, 2, 2}, 1);
+  check_norm({ScheduleKind::ZeroBubbleH1, 2, 2, 1}, 2);
+  check_norm({ScheduleKind::GPipe, 1, 2, 1}, 1);
+}
+
+}  // namespace
+}  // namespace chorus::train
