@@ -180,9 +180,9 @@ class GptTrainer {
     const auto [tokens, targets] = train_.batch(indices);
     optimizer_->zero_grad();
     reducer_->begin_step();
+    // Each chunk's gradients are reduced over dp as soon as its last backward has run.
     const torch::Tensor loss = pipeline_.forward_backward(
-        train::split_micro_batches(tokens, targets, options_.micro_batches));
-    for (std::size_t i = 0; i < reducer_->parameters().size(); ++i) reducer_->mark_ready(i);
+        train::split_micro_batches(tokens, targets, options_.micro_batches), reducer_.get());
     reducer_->finish_step();
     // The dp average and the tp sum of sequence-parallel partial gradients commute.
     train::all_reduce_partial_gradients(pipeline_.partial_gradient_parameters(), mesh_.tp());

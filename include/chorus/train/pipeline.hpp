@@ -83,7 +83,14 @@ class CHORUS_EXPORT GptPipeline {
   /// message of another shape than expected: InvalidArgument naming both stages and shapes; a
   /// lost peer) aborts the pipeline group, so that the other stages fail promptly instead of
   /// waiting for CHORUS_TIMEOUT; the pipeline cannot run another step after that.
-  at::Tensor forward_backward(const std::vector<MicroBatch>& micro_batches);
+  ///
+  /// With a `reducer` (over this rank's parameters(), autograd_hooks off, its step begun by the
+  /// caller, who calls finish_step() after), each parameter is marked ready as soon as its
+  /// gradient is final, so the reduction over dp overlaps the rest of the step (the drain): a
+  /// chunk's parameters after the chunk's last backward (or W) action, the tied embedding
+  /// after its sum over the embedding group.
+  at::Tensor forward_backward(const std::vector<MicroBatch>& micro_batches,
+                              GradientReducer* reducer = nullptr);
 
   /// Forward only, without autograd: the mean token loss over `micro_batches` (any number of
   /// them, of any shapes, the same on every pipeline rank), each passing the virtual stages in

@@ -58,6 +58,11 @@ GptPipeline::Impl::Impl(const GptConfig& c, const PipelineGroups& g, const Pipel
       model(c, g.tp) {
   std::int64_t next = 0;
   for (std::int64_t n : layers) first.push_back(std::exchange(next, next + n));
+  const auto& actions = schedule.ranks[static_cast<std::size_t>(rank())];
+  last_gradient_action.assign(static_cast<std::size_t>(schedule.chunks()), 0);
+  for (std::size_t k = 0; k < actions.size(); ++k)
+    if (actions[k].op == PipelineOp::Backward || actions[k].op == PipelineOp::BackwardWeight)
+      last_gradient_action[static_cast<std::size_t>(actions[k].chunk)] = k;
 }
 
 bool GptPipeline::Impl::stage_owns(const std::string& name, int s) const {
@@ -98,8 +103,9 @@ GptPipeline::~GptPipeline() = default;
 GptPipeline::GptPipeline(GptPipeline&&) noexcept = default;
 GptPipeline& GptPipeline::operator=(GptPipeline&&) noexcept = default;
 
-at::Tensor GptPipeline::forward_backward(const std::vector<MicroBatch>& micro_batches) {
-  return impl_->step(micro_batches);
+at::Tensor GptPipeline::forward_backward(const std::vector<MicroBatch>& micro_batches,
+                                         GradientReducer* reducer) {
+  return impl_->step(micro_batches, reducer);
 }
 
 std::vector<GptParameter> GptPipeline::named_parameters() const {

@@ -29,6 +29,9 @@ struct GptPipeline::Impl {
   std::vector<std::int64_t> layers;  ///< blocks per virtual stage
   std::vector<std::int64_t> first;   ///< the first block of each virtual stage
   GptModel model;
+  /// Per chunk, the index in this rank's action list of its last backward or W: after it the
+  /// chunk's gradients are final.
+  std::vector<std::size_t> last_gradient_action;
 
   // One step's (or evaluation's) state.
   const std::vector<MicroBatch>* batch = nullptr;
@@ -37,6 +40,7 @@ struct GptPipeline::Impl {
   at::Tensor step_loss;  ///< the sum of the scaled micro-batch losses so far
   std::vector<std::vector<MicroBatchSlot>> slots;  ///< [chunk][micro-batch]
   std::vector<detail::PendingSend> sends;
+  GradientReducer* reducer = nullptr;  ///< forward_backward's, for the step
 
   Impl(const GptConfig& c, const PipelineGroups& g, const PipelineOptions& o);
 
@@ -50,7 +54,7 @@ struct GptPipeline::Impl {
   bool stage_owns(const std::string& name, int stage) const;
   std::vector<at::Tensor> chunk_parameters(int chunk) const;
 
-  at::Tensor step(const std::vector<MicroBatch>& micro_batches);
+  at::Tensor step(const std::vector<MicroBatch>& micro_batches, GradientReducer* reducer);
   at::Tensor evaluate(const std::vector<MicroBatch>& micro_batches);
   /// Runs `actions` over `micro_batches` (checked) and returns the loss they summed; aborts
   /// the pipeline group when one fails.
@@ -63,6 +67,8 @@ struct GptPipeline::Impl {
   detail::ExpectedTensor expected(const char* what, int i, int from, int to) const;
   int tag(int kind, int to_stage, int i) const;
   void reduce_tied_embedding();
+  /// Marks chunk `chunk`'s parameters ready in the reducer, the tied embedding left out.
+  void mark_chunk_ready(int chunk);
 };
 
 }  // namespace chorus::train

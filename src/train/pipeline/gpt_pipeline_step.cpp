@@ -145,7 +145,12 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
                std::vector<MicroBatchSlot>(micro_batches.size()));
   step_loss = at::Tensor();
   try {
-    for (const PipelineAction& a : actions) run(a);
+    for (std::size_t k = 0; k < actions.size(); ++k) {
+      run(actions[k]);
+      if (reducer == nullptr) continue;
+      for (int c = 0; c < schedule.chunks(); ++c)
+        if (last_gradient_action[static_cast<std::size_t>(c)] == k) mark_chunk_ready(c);
+    }
     for (detail::PendingSend& send : sends) send.wait();
   } catch (...) {
     // The neighbours may be waiting for this stage: make them fail now, not at the timeout.
@@ -159,14 +164,31 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
   return std::exchange(step_loss, at::Tensor());
 }
 
-at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches) {
+at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches,
+                                   GradientReducer* step_reducer) {
   const int m = schedule.micro_batches();
   require_argument(static_cast<int>(micro_batches.size()) == m,
                    "GptPipeline: " + std::to_string(micro_batches.size()) +
                        " micro-batches for a schedule of " + std::to_string(m));
-  at::Tensor loss = run_all(schedule.ranks[static_cast<std::size_t>(rank())], micro_batches);
+  reducer = step_reducer;
+  at::Tensor loss;
+  try {
+    loss = run_all(schedule.ranks[static_cast<std::size_t>(rank())], micro_batches);
+  } catch (...) {
+    reducer = nullptr;
+    throw;
+  }
   reduce_tied_embedding();
+  if (reducer != nullptr && (holds_first() || holds_last()))
+    reducer->mark_ready(model.named_parameters().front().tensor);  // embedding.weight
+  reducer = nullptr;
   return loss;
+}
+
+void GptPipeline::Impl::mark_chunk_ready(int chunk) {
+  for (const GptParameter& p : model.named_parameters())
+    if (p.name != "embedding.weight" && stage_owns(p.name, stage(chunk)))
+      reducer->mark_ready(p.tensor);
 }
 
 /// Each micro-batch through this rank's chunks in order: virtual stage s of micro-batch i

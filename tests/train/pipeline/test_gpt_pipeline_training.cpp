@@ -1,6 +1,8 @@
 // What a training loop needs of the pipelined GPT besides its step (threads as ranks, fp64,
-// against the one-process model, rtol 1e-10): the forward-only evaluation, and the
-// replication-aware global gradient norm over {tp, pp}, each logical parameter counted once.
+// against the one-process model, rtol 1e-10): the forward-only evaluation, the
+// replication-aware global gradient norm over {tp, pp}, each logical parameter counted once,
+// and data parallelism: dp 2 x pp 2 with the gradient reducer and global-norm clipping
+// training as the one-process model on the global batch.
 #include <chorus/train/pipeline.hpp>
 #include <chorus/train/reducer.hpp>
 
@@ -112,6 +114,87 @@ TEST(GptPipelineTraining, GlobalNormCountsEveryParameterOnce) {
   check_norm({ScheduleKind::Interleaved, 2, 2, 2}, 1);
   check_norm({ScheduleKind::ZeroBubbleH1, 2, 2, 1}, 2);
   check_norm({ScheduleKind::GPipe, 1, 2, 1}, 1);
+}
+
+constexpr int kSteps = 3;
+
+/// The one-process model's step on the global batch: its gradient's norm, then the gradients
+/// clipped to `max_norm` as clip_grad_norm does.
+double reference_step(const GptModel& model, const at::Tensor& tokens, const at::Tensor& targets,
+                      double& max_norm) {
+  model.loss(tokens, targets).backward();
+  double squares = 0;
+  for (const at::Tensor& p : model.parameters()) squares += p.grad().pow(2).sum().item<double>();
+  const double norm = std::sqrt(squares);
+  max_norm = norm / 2;  // every step clips
+  at::NoGradGuard no_grad;
+  for (const at::Tensor& p : model.parameters()) p.mutable_grad().mul_(max_norm / (norm + 1e-6));
+  return norm;
+}
+
+/// dp 2 replicas of a p-stage pipeline (world 2p): replica r takes samples [r·n, (r+1)·n) of
+/// the global batch of 2n; the reducer (small buckets, several per stage) averages each
+/// stage's gradients over its dp group as the pipeline marks them ready; the gradients are
+/// clipped over {tp, pp, dp}. Loss, norm and gradients every step and the parameters after
+/// kSteps SGD steps equal the one-process model's.
+void check_data_parallel(const ScheduleOptions& schedule) {
+  const int p = schedule.stages, m = schedule.micro_batches, d = 2;
+  SCOPED_TRACE(std::string(to_string(schedule.kind)) + " p " + std::to_string(p) + " m " +
+               std::to_string(m) + " v " + std::to_string(schedule.chunks));
+  chorus::testing::ThreadJob job(p * d);
+  ASSERT_TRUE(job.ok());
+  job.run([&](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.pp = p, .dp = d}, .embedding_group = true});
+    GptPipeline pipeline(config(4), groups_of(mesh), {.schedule = schedule});
+    ReducerOptions reducer_options;
+    reducer_options.autograd_hooks = false;
+    reducer_options.first_bucket_bytes = 256;
+    reducer_options.bucket_cap_bytes = 2048;
+    GradientReducer reducer(pipeline.parameters(), mesh.dp(), reducer_options);
+    const GptModel reference(config(4), mesh.tp());
+    std::map<std::string, at::Tensor> expected;
+    for (const GptParameter& q : reference.named_parameters()) expected[q.name] = q.tensor;
+    const std::int64_t n = 2 * m;  // samples per replica
+    for (int step = 0; step < kSteps; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const auto [tokens, targets] = batch(step, d * n);
+      const std::int64_t first = mesh.coordinates().dp * n;
+      reducer.begin_step();
+      at::Tensor loss = pipeline.forward_backward(
+          split_micro_batches(tokens.narrow(1, first, n), targets.narrow(1, first, n), m),
+          &reducer);
+      reducer.finish_step();
+      const std::vector<Group> groups{mesh.tp(), mesh.pp(), mesh.dp()};
+      double max_norm = 0;
+      const double expected_norm = reference_step(reference, tokens, targets, max_norm);
+      const double norm = clip_grad_norm(pipeline.norm_pieces(1), groups, max_norm);
+      EXPECT_NEAR(norm, expected_norm, 1e-10 * expected_norm);
+      if (loss.defined()) {  // the replicas' mean loss is the global batch's
+        double value = loss.item<double>();
+        Communicator dp = mesh.dp().comm;
+        dp.all_reduce(&value, &value, 1, DataType::Float64, ReduceOp::Sum);
+        at::NoGradGuard no_grad;
+        expect_close(at::scalar_tensor(value / d, at::kDouble), reference.loss(tokens, targets),
+                     "loss");
+      }
+      for (const GptParameter& q : pipeline.named_parameters())
+        expect_close(q.tensor.grad(), expected.at(q.name).grad(), q.name + " gradient");
+      sgd_step(pipeline.parameters());
+      sgd_step(reference.parameters());
+    }
+    for (const GptParameter& q : pipeline.named_parameters())
+      expect_close(q.tensor.detach(), expected.at(q.name).detach(), q.name);
+    // Every bucket was started by the pipeline's mark_ready, none left for finish_step.
+    EXPECT_EQ(reducer.stats().buckets_launched_early,
+              static_cast<std::int64_t>(reducer.bucket_assignment().size()) * kSteps);
+  });
+}
+
+TEST(GptPipelineTraining, DataParallelTimesPipelineMatchesTheOneProcessModel) {
+  check_data_parallel({ScheduleKind::OneFOneB, 2, 2, 1});
+  check_data_parallel({ScheduleKind::ZeroBubbleH1, 2, 3, 1});
+  check_data_parallel({ScheduleKind::Interleaved, 2, 2, 2});
+  check_data_parallel({ScheduleKind::GPipe, 1, 2, 1});
 }
 
 }  // namespace
