@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train --model gpt under chorusrun (registered by CMakeLists.txt):
 #   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN MODE
-# MODE: tp|dp|sp|tpdp|resume|refused|pp|ppschedules|ppresume|ppdry
+# MODE: tp|dp|sp|tpdp|resume|refused|pp|ppschedules|ppresume|ppdry|ppkill
 # tp / dp: 2 ranks at tp 2 (dp 1) / at tp 1 x dp 2 train a few steps: the loss falls, the
 # periodic validation loss and the final perplexity are printed. sp: tp 2 with and without
 # --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
@@ -19,6 +19,9 @@
 # per-step losses of one process at dp 1 / dp 2 (relative 1e-5).
 # ppresume: a checkpoint saved at pp 2 resumes at pp 1, and one saved at pp 1 resumes at pp 2,
 # each with the per-step losses of an uninterrupted run (relative 1e-5).
+# ppkill: a pp 3 job of three one-rank chorusrun nodes (so no launcher stops the survivors);
+# stage 1's process is killed (SIGKILL) during training: stages 0 and 2 both fail by
+# themselves, well within CHORUS_TIMEOUT (20 s), each with an error naming rank 1.
 # ppdry: --pp-dry-run prints every rank's row and the verifier's bubble equal to the formula,
 # without a launcher; refuses interleaved with m < p naming the numbers.
 set -euo pipefail
@@ -169,6 +172,41 @@ case "$mode" in
     if grep -q "^epoch " "$work/dry"; then fail "the dry run trained"; fi
     refused dry_m "interleaved: 2 micro-batches for 4 stages" \
       "$train" --model gpt --layers 8 --pp 4 --schedule interleaved --micro-batches 2 --pp-dry-run
+    ;;
+  ppkill)
+    port="$(python3 -c 'import socket
+for p in range(23000, 60000, 2):
+    try:
+        a = socket.socket(); a.bind(("127.0.0.1", p))
+        b = socket.socket(); b.bind(("127.0.0.1", p + 1))
+        print(p); break
+    except OSError: pass')"
+    export CHORUS_AUTH_TOKEN=pp-kill-test CHORUS_TIMEOUT=20 CHORUS_TRACE_DIR="$work"
+    common=(--model gpt --layers 3 --hidden 64 --heads 4 --seq-len 64 --batch 8 --pp 3
+      --micro-batches 4 --steps 100000 --log-every 1 --no-eval --eval-every 0)
+    launchers=()
+    for node in 0 1 2; do
+      "$run" --nnodes 3 --node-rank "$node" --master-addr 127.0.0.1 --master-port "$port" -n 1 \
+        --timeout 100 "$train" "${common[@]}" >"$work/out$node" 2>"$work/err$node" &
+      launchers+=($!)
+    done
+    for _ in $(seq 300); do
+      grep -q "^epoch 0 step 3 " "$work/out0" && break
+      sleep 0.2
+    done
+    grep -q "^epoch 0 step 3 " "$work/out0" || fail "the job did not reach step 3"
+    victim="$(pgrep -P "${launchers[1]}" -x chorus-train)" || fail "no stage 1 process"
+    kill -KILL "$victim"
+    start=$(date +%s)
+    for node in 0 2; do
+      if wait "${launchers[$node]}"; then fail "stage $node finished"; fi
+      elapsed=$(($(date +%s) - start))
+      cat "$work/out$node" "$work/err$node" | grep -v "flight recorder"
+      [ "$elapsed" -lt 20 ] || fail "stage $node failed after $elapsed s"
+      grep -q "^chorus-train: .*rank 1 (pid $victim) died" "$work/err$node" ||
+        fail "stage $node does not name rank 1"
+    done
+    wait "${launchers[1]}" || true
     ;;
   *) fail "unknown mode $mode" ;;
 esac
