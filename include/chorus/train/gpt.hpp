@@ -52,12 +52,23 @@ struct GptParameter {
   std::int64_t shard_dim = -1;
 };
 
+/// The parts of the model a GptModel builds: all of it by default; a pipeline stage builds
+/// only its own (pipeline.hpp). A part not built holds no tensor and is left out of
+/// named_parameters(); running it is an InvalidUsage error naming it. Built parts have the
+/// values the whole model's have (the init is keyed by parameter name).
+struct GptParts {
+  bool embedding = true;           ///< the token embedding (tied with the logits)
+  bool position_embedding = true;  ///< the learned position embedding
+  bool final_norm = true;          ///< the final LayerNorm
+  std::vector<bool> blocks;        ///< blocks[i]: build block i; empty: every block
+};
+
 class CHORUS_EXPORT GptModel {
  public:
   /// Collective-free. InvalidArgument naming the numbers when a size is not positive, hidden
   /// is not a multiple of heads, heads (or, under sequence parallelism, sequence) is not a
-  /// multiple of the tp group's size.
-  GptModel(const GptConfig& config, const Group& tp);
+  /// multiple of the tp group's size, or parts.blocks is neither empty nor of config.layers.
+  GptModel(const GptConfig& config, const Group& tp, const GptParts& parts = {});
   ~GptModel();
   GptModel(GptModel&&) noexcept;
   GptModel& operator=(GptModel&&) noexcept;
@@ -81,7 +92,8 @@ class CHORUS_EXPORT GptModel {
   const GptConfig& config() const;
   /// The tensor-parallel group the model is split over.
   const Group& tp() const;
-  /// Every parameter in a fixed order (embedding, position embedding, blocks, final norm).
+  /// Every built parameter in a fixed order (embedding, position embedding, blocks, final
+  /// norm).
   std::vector<GptParameter> named_parameters() const;
   std::vector<at::Tensor> parameters() const;
   /// Parameters whose gradient on a rank covers its sequence slice only, so the full gradient

@@ -12,8 +12,9 @@
 // stages, the first and last stage each hold the embedding and, after the last action, sum its
 // gradient over the embedding group (PARALLEL.md section 2).
 //
-// Every rank builds the GptModel (all parameters, from the layout-independent init) and trains
-// the parameters of its own chunks: named_parameters() lists those.
+// Every rank builds only its chunks' parts of the GptModel (GptParts: their blocks, and the
+// embedding, position embedding or final norm where its stages need them), with the values of
+// the whole model's (the init is layout-independent), and trains them: named_parameters().
 #pragma once
 
 #include <chorus/export.hpp>
@@ -102,7 +103,7 @@ class CHORUS_EXPORT GptPipeline {
   std::vector<GptParameter> named_parameters() const;
   std::vector<at::Tensor> parameters() const;
   /// This rank's parameters whose gradients must be summed over tp (GptModel's
-  /// partial_gradient_parameters, those of its chunks).
+  /// partial_gradient_parameters).
   std::vector<at::Tensor> partial_gradient_parameters() const;
   /// This rank's gradients as pieces of the global gradient, for global_grad_norm and
   /// clip_grad_norm over the groups {tp, pp, then `replicated` more}: tp-sharded or
@@ -117,6 +118,7 @@ class CHORUS_EXPORT GptPipeline {
   const ScheduleReport& report() const;
   /// Blocks per virtual stage.
   const std::vector<std::int64_t>& layers_per_stage() const;
+  /// The model's parts this rank built (GptParts).
   const GptModel& model() const;
 
  private:

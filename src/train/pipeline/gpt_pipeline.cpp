@@ -39,6 +39,21 @@ std::vector<std::int64_t> gpt_stage_layers(const GptConfig& c, const PipelineOpt
 
 namespace {
 
+/// What pipeline rank `r` builds of the model: the blocks of its chunks (virtual stage v runs
+/// on rank v mod p), the embedding where the first or the last virtual stage runs, the position
+/// embedding with the first, the final norm with the last.
+GptParts stage_parts(const PipelineSchedule& schedule, int r,
+                     const std::vector<std::int64_t>& layers) {
+  GptParts parts;
+  const int p = schedule.stages(), last = schedule.virtual_stages() - 1;
+  for (int v = 0; v <= last; ++v)
+    parts.blocks.insert(parts.blocks.end(), static_cast<std::size_t>(layers[v]), v % p == r);
+  parts.position_embedding = r == 0;
+  parts.final_norm = last % p == r;
+  parts.embedding = parts.position_embedding || parts.final_norm;
+  return parts;
+}
+
 /// The block index of a "layers.<i>.…" name, else -1.
 std::int64_t block_of(const std::string& name) {
   const std::string prefix = "layers.";
@@ -55,7 +70,7 @@ GptPipeline::Impl::Impl(const GptConfig& c, const PipelineGroups& g, const Pipel
       schedule(make_schedule(o.schedule)),
       report(verify_schedule(schedule, o.costs)),
       layers(gpt_stage_layers(c, o)),
-      model(c, g.tp) {
+      model(c, g.tp, stage_parts(schedule, g.pp.rank(), layers)) {
   std::int64_t next = 0;
   for (std::int64_t n : layers) first.push_back(std::exchange(next, next + n));
   const auto& actions = schedule.ranks[static_cast<std::size_t>(rank())];
@@ -109,14 +124,7 @@ at::Tensor GptPipeline::forward_backward(const std::vector<MicroBatch>& micro_ba
 }
 
 std::vector<GptParameter> GptPipeline::named_parameters() const {
-  std::vector<GptParameter> out;
-  for (const GptParameter& p : impl_->model.named_parameters())
-    for (int c = 0; c < impl_->schedule.chunks(); ++c)
-      if (impl_->stage_owns(p.name, impl_->stage(c))) {
-        out.push_back(p);
-        break;
-      }
-  return out;
+  return impl_->model.named_parameters();  // the stage's parts only
 }
 
 at::Tensor GptPipeline::evaluate(const std::vector<MicroBatch>& micro_batches) {
@@ -124,12 +132,7 @@ at::Tensor GptPipeline::evaluate(const std::vector<MicroBatch>& micro_batches) {
 }
 
 std::vector<at::Tensor> GptPipeline::partial_gradient_parameters() const {
-  std::vector<at::Tensor> out;
-  const std::vector<at::Tensor> owned = parameters();
-  for (const at::Tensor& p : impl_->model.partial_gradient_parameters())
-    for (const at::Tensor& q : owned)
-      if (p.is_same(q)) out.push_back(p);
-  return out;
+  return impl_->model.partial_gradient_parameters();
 }
 
 std::vector<NormPiece> GptPipeline::norm_pieces(std::size_t replicated) const {

@@ -1,8 +1,9 @@
 // What a training loop needs of the pipelined GPT besides its step (threads as ranks, fp64,
 // against the one-process model, rtol 1e-10): the forward-only evaluation, the
 // replication-aware global gradient norm over {tp, pp}, each logical parameter counted once,
-// and data parallelism: dp 2 x pp 2 with the gradient reducer and global-norm clipping
-// training as the one-process model on the global batch.
+// data parallelism: dp 2 x pp 2 with the gradient reducer and global-norm clipping training
+// as the one-process model on the global batch; and stage-local parameters: a rank allocates
+// only its stages' parameters.
 #include <chorus/train/pipeline.hpp>
 #include <chorus/train/reducer.hpp>
 
@@ -114,6 +115,60 @@ TEST(GptPipelineTraining, GlobalNormCountsEveryParameterOnce) {
   check_norm({ScheduleKind::Interleaved, 2, 2, 2}, 1);
   check_norm({ScheduleKind::ZeroBubbleH1, 2, 2, 1}, 2);
   check_norm({ScheduleKind::GPipe, 1, 2, 1}, 1);
+}
+
+std::int64_t numel(const std::vector<at::Tensor>& tensors) {
+  std::int64_t n = 0;
+  for (const at::Tensor& t : tensors) n += t.numel();
+  return n;
+}
+
+/// Every rank's model holds exactly its virtual stages' parameters: their blocks
+/// (12h² + 13h each), the embedding (V·h) with the first or last stage, the position
+/// embedding (s·h) with the first, the final norm (2h) with the last; over all ranks that is
+/// the whole model once, the tied embedding twice when p > 1. A part not built is refused.
+void check_stage_parameters(const ScheduleOptions& schedule, std::int64_t layers) {
+  const int p = schedule.stages;
+  SCOPED_TRACE(std::string(to_string(schedule.kind)) + " p " + std::to_string(p) + " v " +
+               std::to_string(schedule.chunks) + " layers " + std::to_string(layers));
+  chorus::testing::ThreadJob job(p);
+  ASSERT_TRUE(job.ok());
+  job.run([&](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.pp = p}, .embedding_group = true});
+    const GptConfig c = config(layers);
+    GptPipeline pipeline(c, groups_of(mesh), {.schedule = schedule});
+    const std::int64_t h = c.hidden, block = 12 * h * h + 13 * h, embedding = c.vocab * h;
+    const int r = mesh.coordinates().pp, last = p * schedule.chunks - 1;
+    std::int64_t expected = 0;
+    for (int v = r; v <= last; v += p) expected += pipeline.layers_per_stage()[v] * block;
+    if (r == 0) expected += embedding + c.sequence * h;
+    if (r == last % p) expected += (r == 0 ? 0 : embedding) + 2 * h;
+    const std::int64_t built = numel(pipeline.model().parameters());
+    EXPECT_EQ(built, expected);
+    EXPECT_EQ(numel(pipeline.parameters()), built);
+    std::int64_t total = built;
+    Communicator pp = mesh.pp().comm;
+    pp.all_reduce(&total, &total, 1, DataType::Int64, ReduceOp::Sum);
+    const std::int64_t whole = numel(GptModel(c, mesh.tp()).parameters());
+    EXPECT_EQ(total, whole + (p > 1 ? embedding : 0));
+    if (r != 0) {
+      try {
+        (void)pipeline.model().embed(batch(0, 1).first);
+        ADD_FAILURE() << "rank " << r << " embedded without the embedding";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::InvalidUsage);
+        EXPECT_STREQ(e.what(), "GptModel: the position embedding is not built here");
+      }
+    }
+  });
+}
+
+TEST(GptPipelineTraining, EachRankBuildsOnlyItsStages) {
+  check_stage_parameters({ScheduleKind::OneFOneB, 3, 3, 1}, 4);
+  check_stage_parameters({ScheduleKind::Interleaved, 2, 2, 2}, 5);
+  check_stage_parameters({ScheduleKind::GPipe, 4, 1, 1}, 4);
+  check_stage_parameters({ScheduleKind::GPipe, 1, 1, 1}, 2);
+  check_stage_parameters({ScheduleKind::Interleaved, 1, 1, 2}, 2);
 }
 
 constexpr int kSteps = 3;
