@@ -85,6 +85,9 @@ struct GptPipeline::Impl {
   at::Tensor receive(const PipelineAction& recv);
   int tag(int kind, int to_stage, int i) const;
   void reduce_tied_embedding();
+  /// After the tied embedding's all-reduce failed: what the pipeline group says went wrong
+  /// (" (pipeline group: rank 1 (pid 7) died)"), or "" when it says nothing; aborts it.
+  std::string pipeline_cause();
   /// Marks chunk `chunk`'s parameters ready in the reducer, the tied embedding left out.
   void mark_chunk_ready(int chunk);
 };

@@ -187,9 +187,14 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
     }
     for (detail::PendingSend& send : sends) send.wait();
   } catch (...) {
-    // The neighbours may be waiting for this stage: make them fail now, not at the timeout.
+    // The neighbours, and the other holder of the tied embedding, may be waiting for this
+    // stage: make them fail now, not at the timeout.
     Communicator pp = groups.pp.comm;
     pp.abort();
+    if (p() > 1 && (holds_first() || holds_last())) {
+      Communicator embedding = groups.embedding->comm;
+      embedding.abort();
+    }
     throw;
   }
   sends.clear();
@@ -213,11 +218,32 @@ at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches,
     reducer = nullptr;
     throw;
   }
-  reduce_tied_embedding();
+  try {
+    reduce_tied_embedding();
+  } catch (const Error& e) {
+    throw Error(e.status(), std::string(e.what()) + pipeline_cause());
+  }
   if (reducer != nullptr && (holds_first() || holds_last()))
     reducer->mark_ready(model.named_parameters().front().tensor);  // embedding.weight
   reducer = nullptr;
   return loss;
+}
+
+std::string GptPipeline::Impl::pipeline_cause() {
+  // The other holder of the embedding aborts it when its actions fail (a dead neighbour, a
+  // shape mismatch), and it aborted the pipeline group too: a call there fails promptly with
+  // the reason, which names the dead or failing stage.
+  Communicator pp = groups.pp.comm;
+  std::string cause = pp.last_error();
+  if (cause.empty()) {
+    try {
+      pp.barrier();
+    } catch (const Error& why) {
+      cause = why.what();
+    }
+  }
+  pp.abort();
+  return cause.empty() ? "" : " (pipeline group: " + cause + ")";
 }
 
 void GptPipeline::Impl::mark_chunk_ready(int chunk) {

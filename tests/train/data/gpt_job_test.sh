@@ -174,8 +174,9 @@ case "$mode" in
       "$train" --model gpt --layers 8 --pp 4 --schedule interleaved --micro-batches 2 --pp-dry-run
     ;;
   ppkill)
-    port="$(python3 -c 'import socket
-for p in range(23000, 60000, 2):
+    port="$(python3 -c 'import random, socket
+while True:  # two consecutive free ports: the master port and the store port after it
+    p = random.randrange(20000, 60000)
     try:
         a = socket.socket(); a.bind(("127.0.0.1", p))
         b = socket.socket(); b.bind(("127.0.0.1", p + 1))
