@@ -6,20 +6,10 @@
 
 #include <chorus/train/pipeline.hpp>
 
-#include <map>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace chorus::train {
-
-/// A strict order of actions (for maps keyed by them).
-struct ActionOrder {
-  bool operator()(const PipelineAction& a, const PipelineAction& b) const {
-    return std::tie(a.op, a.micro_batch, a.chunk, a.peer) <
-           std::tie(b.op, b.micro_batch, b.chunk, b.peer);
-  }
-};
 
 /// What one micro-batch leaves on one chunk between its actions.
 struct MicroBatchSlot {
@@ -50,8 +40,6 @@ struct GptPipeline::Impl {
   at::Tensor step_loss;  ///< the sum of the scaled micro-batch losses so far
   std::vector<std::vector<MicroBatchSlot>> slots;  ///< [chunk][micro-batch]
   std::vector<detail::PendingSend> sends;
-  /// Receives posted ahead of need, by their receive action.
-  std::map<PipelineAction, detail::PendingRecv, ActionOrder> posted;
   GradientReducer* reducer = nullptr;  ///< forward_backward's, for the step
 
   Impl(const GptConfig& c, const PipelineGroups& g, const PipelineOptions& o);
@@ -77,12 +65,6 @@ struct GptPipeline::Impl {
   void backward(int i, int chunk, PipelineOp op);
   void hand_over_input_grad(int i, int chunk);
   detail::ExpectedTensor expected(const char* what, int i, int from, int to) const;
-  /// Before computation `k` of `actions`: posts the receives between it and the next
-  /// computation, so that their messages land while it runs.
-  void post_ahead(const std::vector<PipelineAction>& actions, std::size_t k);
-  detail::PendingRecv post(const PipelineAction& recv) const;
-  /// The tensor of receive action `recv`: its posted receive finished, or received now.
-  at::Tensor receive(const PipelineAction& recv);
   int tag(int kind, int to_stage, int i) const;
   void reduce_tied_embedding();
   /// After the tied embedding's all-reduce failed: what the pipeline group says went wrong

@@ -25,15 +25,6 @@ namespace chorus::train {
 
 using Op = PipelineOp;
 
-namespace {
-
-bool is_compute(Op op) {
-  return op == Op::Forward || op == Op::Backward || op == Op::BackwardInput ||
-         op == Op::BackwardWeight;
-}
-
-}  // namespace
-
 int GptPipeline::Impl::tag(int kind, int to_stage, int i) const {
   return (kind * schedule.virtual_stages() + to_stage) * tag_span + i;
 }
@@ -116,38 +107,14 @@ void GptPipeline::Impl::run(const PipelineAction& a) {
       sends.push_back(detail::send_tensor(groups.pp, slot.input_grad, a.peer, tag(1, s - 1, i), s));
       break;
     case Op::RecvActivation:
-      slot.input = receive(a).requires_grad_();
+      slot.input =
+          detail::recv_tensor(groups.pp, a.peer, tag(0, s, i), expected("activation", i, s - 1, s))
+              .requires_grad_();
       break;
     case Op::RecvGradient:
-      slot.output_grad = receive(a);
+      slot.output_grad =
+          detail::recv_tensor(groups.pp, a.peer, tag(1, s, i), expected("gradient", i, s + 1, s));
       break;
-  }
-}
-
-detail::PendingRecv GptPipeline::Impl::post(const PipelineAction& a) const {
-  const int i = a.micro_batch, s = stage(a.chunk);
-  if (a.op == Op::RecvActivation)
-    return detail::post_recv(groups.pp, a.peer, tag(0, s, i), expected("activation", i, s - 1, s));
-  return detail::post_recv(groups.pp, a.peer, tag(1, s, i), expected("gradient", i, s + 1, s));
-}
-
-at::Tensor GptPipeline::Impl::receive(const PipelineAction& a) {
-  const auto it = posted.find(a);
-  if (it == posted.end()) {
-    detail::PendingRecv now = post(a);
-    return detail::finish_recv(groups.pp, now);
-  }
-  at::Tensor out = detail::finish_recv(groups.pp, it->second);
-  posted.erase(it);
-  return out;
-}
-
-void GptPipeline::Impl::post_ahead(const std::vector<PipelineAction>& actions, std::size_t k) {
-  if (!is_compute(actions[k].op)) return;
-  for (std::size_t j = k + 1; j < actions.size() && !is_compute(actions[j].op); ++j) {
-    const PipelineAction& a = actions[j];
-    if ((a.op == Op::RecvActivation || a.op == Op::RecvGradient) && !posted.count(a))
-      posted.emplace(a, post(a));
   }
 }
 
@@ -179,7 +146,6 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
   step_loss = at::Tensor();
   try {
     for (std::size_t k = 0; k < actions.size(); ++k) {
-      post_ahead(actions, k);
       run(actions[k]);
       if (reducer == nullptr) continue;
       for (int c = 0; c < schedule.chunks(); ++c)
@@ -198,7 +164,6 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
     throw;
   }
   sends.clear();
-  posted.clear();
   slots.clear();
   batch = nullptr;
   return std::exchange(step_loss, at::Tensor());

@@ -45,53 +45,33 @@ PendingSend send_tensor(const Group& pp, const at::Tensor& x, int peer, int tag,
   return out;
 }
 
-PendingRecv post_recv(const Group& pp, int peer, int tag, const ExpectedTensor& e) {
+at::Tensor recv_tensor(const Group& pp, int peer, int tag, const ExpectedTensor& e) {
   Communicator comm = pp.comm;
-  PendingRecv out;
-  out.peer = peer;
-  out.expected = e;
-  out.header = at::empty({kHeader}, at::kLong);
-  out.payload = at::empty(e.sizes, at::TensorOptions().dtype(e.dtype));
-  out.header_request = comm.irecv(out.header.data_ptr(), kHeader, DataType::Int64, peer, 2 * tag);
-  out.payload_request = comm.irecv(out.payload.data_ptr(), out.payload.numel(),
-                                   chorus_dtype(e.dtype, "pipeline recv"), peer, 2 * tag + 1);
-  return out;
-}
-
-at::Tensor finish_recv(const Group& pp, PendingRecv& r) {
-  const ExpectedTensor& e = r.expected;
-  r.header_request.wait();
-  const auto* h = r.header.data_ptr<std::int64_t>();
+  at::Tensor header = at::empty({kHeader}, at::kLong);
+  comm.irecv(header.data_ptr(), kHeader, DataType::Int64, peer, 2 * tag).wait();
+  const auto* h = header.data_ptr<std::int64_t>();
   // The header's lengths are checked before they are used.
   const bool valid = h[0] >= 0 && h[0] < static_cast<std::int64_t>(at::ScalarType::NumOptions) &&
                      h[2] >= 0 && h[2] <= kMaxDims &&
                      std::all_of(h + 3, h + 3 + h[2], [](std::int64_t n) { return n >= 0; });
   require_argument(valid, "pipeline: stage " + std::to_string(e.to_stage) +
                               " received a malformed tensor header from pipeline rank " +
-                              std::to_string(r.peer));
+                              std::to_string(peer));
   const auto dtype = static_cast<at::ScalarType>(h[0]);
   const std::int64_t from = h[1];
   const std::vector<std::int64_t> sizes(h + 3, h + 3 + h[2]);
-  const bool same = from == e.from_stage && dtype == e.dtype && sizes == e.sizes;
-  if (!same) {
-    try {
-      r.payload_request.wait();
-    } catch (const Error&) {  // a payload of another count: the sentence below says which
-    }
-  }
+  at::Tensor out = at::empty(sizes, at::TensorOptions().dtype(dtype));
+  comm.irecv(out.data_ptr(), out.numel(), chorus_dtype(dtype, "pipeline recv"), peer, 2 * tag + 1)
+      .wait();
+  pp.record(CollectiveKind::Recv, out.nbytes());
+  const bool same =
+      from == e.from_stage && dtype == e.dtype && out.sizes() == at::IntArrayRef(e.sizes);
   require_argument(same, "pipeline: stage " + std::to_string(e.to_stage) + " expects the " +
                              e.what + " of micro-batch " + std::to_string(e.micro_batch) +
                              " from stage " + std::to_string(e.from_stage) + " as " +
                              shape(e.dtype, e.sizes) + "; stage " + std::to_string(from) +
                              " sent " + shape(dtype, sizes));
-  r.payload_request.wait();
-  pp.record(CollectiveKind::Recv, r.payload.nbytes());
-  return r.payload;
-}
-
-at::Tensor recv_tensor(const Group& pp, int peer, int tag, const ExpectedTensor& e) {
-  PendingRecv r = post_recv(pp, peer, tag, e);
-  return finish_recv(pp, r);
+  return out;
 }
 
 }  // namespace chorus::train::detail
