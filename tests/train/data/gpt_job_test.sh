@@ -196,7 +196,12 @@ while True:  # two consecutive free ports: the master port and the store port af
       sleep 0.2
     done
     grep -q "^epoch 0 step 3 " "$work/out0" || fail "the job did not reach step 3"
-    victim="$(pgrep -P "${launchers[1]}" -x chorus-train)" || fail "no stage 1 process"
+    victim=""  # node 1's chorus-train: the child of its chorusrun (read from /proc)
+    for stat in /proc/[0-9]*/stat; do
+      read -r pid name _ parent _ <"$stat" 2>/dev/null || continue
+      if [ "$parent" = "${launchers[1]}" ] && [ "$name" = "(chorus-train)" ]; then victim="$pid"; fi
+    done
+    [ -n "$victim" ] || fail "no stage 1 process"
     kill -KILL "$victim"
     start=$(date +%s)
     for node in 0 2; do
