@@ -50,8 +50,8 @@ void set_slots(torch::optim::Optimizer& optimizer, OptimizerKind kind, const tor
 }
 
 std::int64_t optimizer_step(torch::optim::Optimizer& optimizer, OptimizerKind kind,
-                            const train::GptModel& model, std::int64_t steps) {
-  const auto p = model.parameters().front();
+                            const GptShare& share, std::int64_t steps) {
+  const auto p = share.parameters.front().tensor;
   const auto it = optimizer.state().find(key_of(p));
   if (it == optimizer.state().end()) return 0;
   if (kind == OptimizerKind::Adam) {
@@ -64,35 +64,40 @@ std::string slot_path(const std::string& path, const std::string& slot) {
   return path + "." + slot;
 }
 
+/// Zero tensors shaped as `share`'s parameters, under their names: they hold one slot's
+/// tensors, which the GPT checkpoint then lays out as the parameters they belong to.
+std::vector<train::GptParameter> holders_of(const GptShare& share) {
+  std::vector<train::GptParameter> out = share.parameters;
+  for (train::GptParameter& p : out) p.tensor = torch::zeros_like(p.tensor.detach());
+  return out;
+}
+
 }  // namespace
 
-void save_gpt_run(const std::string& path, const train::GptModel& model,
+void save_gpt_run(const std::string& path, const GptShare& share,
                   torch::optim::Optimizer& optimizer, OptimizerKind kind,
                   const train::TrainingState& state, const Communicator& comm) {
   train::TrainingState saved = state;
-  saved.extra[kOptimizerStep] = optimizer_step(optimizer, kind, model, state.step);
-  // A model of the same layout holds each slot's tensors: the GPT checkpoint then lays them
-  // out as the parameters they belong to.
-  train::GptModel holder(model.config(), model.tp());
-  const auto params = model.parameters();
-  const auto holders = holder.parameters();
+  saved.extra[kOptimizerStep] = optimizer_step(optimizer, kind, share, state.step);
+  const std::vector<train::GptParameter> holders = holders_of(share);
   const auto names = slot_names(kind);
   for (std::size_t slot = 0; slot < names.size(); ++slot) {
     torch::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const auto values = slots_of(optimizer, kind, params[i]);
+    for (std::size_t i = 0; i < holders.size(); ++i) {
+      const auto values = slots_of(optimizer, kind, share.parameters[i].tensor);
       if (values.empty()) {
-        holders[i].zero_();
+        holders[i].tensor.zero_();
       } else {
-        holders[i].copy_(values[slot]);
+        holders[i].tensor.copy_(values[slot]);
       }
     }
-    train::save_gpt_checkpoint(slot_path(path, names[slot]), holder, saved, comm);
+    train::save_gpt_checkpoint(slot_path(path, names[slot]), holders, share.config, share.tp, saved,
+                               comm);
   }
-  train::save_gpt_checkpoint(path, model, saved, comm);
+  train::save_gpt_checkpoint(path, share.parameters, share.config, share.tp, saved, comm);
 }
 
-std::optional<train::TrainingState> load_gpt_run(const std::string& path, train::GptModel& model,
+std::optional<train::TrainingState> load_gpt_run(const std::string& path, const GptShare& share,
                                                  torch::optim::Optimizer& optimizer,
                                                  OptimizerKind kind,
                                                  const train::RunConfig& config) {
@@ -101,7 +106,7 @@ std::optional<train::TrainingState> load_gpt_run(const std::string& path, train:
   const train::TrainingState& state = header.state;
   train::RunConfig wanted = config;
   train::RunConfig saved = state.config;
-  for (const auto& [name, value] : train::gpt_model_description(model.config())) {
+  for (const auto& [name, value] : train::gpt_model_description(share.config)) {
     wanted["model " + name] = value;
   }
   for (const auto& [name, value] : header.model) saved["model " + name] = value;
@@ -109,27 +114,25 @@ std::optional<train::TrainingState> load_gpt_run(const std::string& path, train:
   require_argument(difference.empty(), difference);
   const auto step = state.extra.find(kOptimizerStep);
   require_argument(step != state.extra.end(), "checkpoint " + path + " has no optimizer step");
-  // Every slot into a holder model first: nothing changes when one is refused.
+  // Every slot into holders first: nothing changes when one is refused.
   const auto names = slot_names(kind);
-  std::vector<train::GptModel> holders;
+  std::vector<std::vector<train::GptParameter>> holders;
   for (const std::string& name : names) {
-    holders.emplace_back(model.config(), model.tp());
+    holders.push_back(holders_of(share));
     const std::string slot = slot_path(path, name);
-    const train::TrainingState slot_state = train::load_gpt_checkpoint(slot, holders.back());
+    const train::TrainingState slot_state =
+        train::load_gpt_checkpoint(slot, holders.back(), share.config, share.tp);
     require_argument(slot_state.step == state.step,
                      "checkpoint " + slot + " is of step " + std::to_string(slot_state.step) +
                          ", " + path + " of step " + std::to_string(state.step));
   }
-  train::load_gpt_checkpoint(path, model);
+  train::load_gpt_checkpoint(path, share.parameters, share.config, share.tp);
   optimizer.state().clear();
   if (step->second == 0) return state;  // saved before the first optimizer step
-  const auto params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
+  for (std::size_t i = 0; i < share.parameters.size(); ++i) {
     std::vector<torch::Tensor> values;
-    for (const train::GptModel& holder : holders) {
-      values.push_back(holder.parameters()[i].detach().clone());
-    }
-    set_slots(optimizer, kind, params[i], values, step->second);
+    for (const auto& slot : holders) values.push_back(slot[i].tensor);
+    set_slots(optimizer, kind, share.parameters[i].tensor, values, step->second);
   }
   return state;
 }

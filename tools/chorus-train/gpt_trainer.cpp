@@ -1,6 +1,7 @@
-// The GPT run of chorus-train: the model split over the mesh's tp and cp groups, its gradients
-// summed over cp and averaged over dp by the gradient reducer over the dp_cp group, samples of
-// --seq-len + 1 bytes of the fortunes corpus (see gpt_trainer.hpp and docs/training.md).
+// The GPT run of chorus-train: the model split over the mesh's tp and cp groups and run as a
+// pipeline over its pp group (GptPipeline; one stage at --pp 1), its gradients summed over cp
+// and averaged over dp by the gradient reducer over the dp_cp group, samples of --seq-len + 1
+// bytes of the fortunes corpus (see gpt_trainer.hpp and docs/training.md).
 #include "gpt_trainer.hpp"
 
 #include "gpt_state.hpp"
@@ -11,6 +12,7 @@
 #include <chorus/train/data.hpp>
 #include <chorus/train/gpt.hpp>
 #include <chorus/train/mesh.hpp>
+#include <chorus/train/pipeline.hpp>
 #include <chorus/train/reducer.hpp>
 
 #include <torch/torch.h>
@@ -28,30 +30,55 @@ constexpr double kClipNorm = 1.0;          ///< global gradient norm clipping
 constexpr std::size_t kEvalChunk = 32;     ///< validation samples per forward pass
 constexpr std::int64_t kVocabulary = 256;  ///< byte-level tokens
 
-/// The mesh of a dp × cp × tp run, after refusing a --tp, then a --cp, that does not divide
-/// what the world leaves it.
+/// The mesh of a tp × cp × dp × pp run, after refusing degrees that do not fit the world.
 train::Mesh make_mesh(const Options& options, const Communicator& comm) {
-  const int world = comm.size(), tp = options.tp, cp = options.cp;
-  require_argument(world % tp == 0, "--tp " + std::to_string(tp) +
-                                        " does not divide the world of " + std::to_string(world) +
-                                        " ranks (the data-parallel degree is world / tp)");
-  require_argument((world / tp) % cp == 0,
+  const int model = options.tp * options.pp, world = comm.size(), cp = options.cp;
+  require_argument(world % model == 0,
+                   "--tp " + std::to_string(options.tp) + " x --pp " + std::to_string(options.pp) +
+                       " does not divide the world of " + std::to_string(world) +
+                       " ranks (the data-parallel degree is world / (tp x cp x pp))");
+  require_argument((world / model) % cp == 0,
                    "--cp " + std::to_string(cp) +
-                       " does not divide world / tp = " + std::to_string(world / tp) +
-                       " ranks (the data-parallel degree is world / (tp · cp))");
+                       " does not divide world / (tp x pp) = " + std::to_string(world / model) +
+                       " ranks (the data-parallel degree is world / (tp x cp x pp))");
+  const std::string cp_text = cp > 1 ? " x --cp " + std::to_string(cp) : "";
+  require_argument(options.dp == 0 || options.dp * model * cp == world,
+                   "--dp " + std::to_string(options.dp) + " x --tp " + std::to_string(options.tp) +
+                       cp_text + " x --pp " + std::to_string(options.pp) + " is not the world of " +
+                       std::to_string(world) + " ranks");
   train::MeshOptions mesh;
-  mesh.degrees.tp = tp;
+  mesh.degrees.tp = options.tp;
   mesh.degrees.cp = cp;
-  mesh.degrees.dp = world / (tp * cp);
+  mesh.degrees.pp = options.pp;
+  mesh.degrees.dp = world / (model * cp);
+  mesh.embedding_group = options.pp > 1;
   return train::Mesh(comm, mesh);
 }
 
 /// The reducer over dp_cp: the sum over cp (each cp rank's gradient covers its tokens) and
-/// the mean over dp.
+/// the mean over dp. Micro-batches accumulate into the gradients: parameters are marked ready
+/// explicitly, by the pipeline.
 train::ReducerOptions reducer_options(const Options& options, const train::Mesh& mesh) {
   auto reducer = sync_options<train::ReducerOptions>(options);
   reducer.divisor = mesh.layout().dp;
+  reducer.autograd_hooks = false;
   return reducer;
+}
+
+train::PipelineGroups pipeline_groups(const train::Mesh& mesh) {
+  const int p = mesh.layout().pp, stage = mesh.coordinates().pp;
+  std::optional<train::Group> embedding;
+  if (p > 1 && (stage == 0 || stage == p - 1)) embedding = mesh.embedding();
+  std::optional<train::Group> cp;
+  if (mesh.layout().cp > 1) cp = mesh.cp();
+  return {mesh.pp(), mesh.tp(), embedding, cp};
+}
+
+train::PipelineOptions pipeline_options(const Options& options) {
+  train::PipelineOptions o;
+  o.schedule = {train::schedule_kind(options.schedule), options.pp, options.micro_batches,
+                options.virtual_stages};
+  return o;
 }
 
 train::GptConfig gpt_config(const Options& options) {
@@ -114,15 +141,15 @@ class GptTrainer {
         train_(corpus_.train, options.seq_len),
         validation_(corpus_.validation, options.seq_len),
         mesh_(make_mesh(options, comm)),
-        model_(gpt_config(options), mesh_.tp(), mesh_.cp()),
-        optimizer_(make_optimizer(options, model_.parameters())),
+        pipeline_(gpt_config(options), pipeline_groups(mesh_), pipeline_options(options)),
+        optimizer_(make_optimizer(options, pipeline_.parameters())),
         sampler_(train_.samples(), mesh_.coordinates().dp, mesh_.layout().dp, options.seed) {
     require_argument(
         train_.samples() > 0 && validation_.samples() > 0,
         "the corpus has too few bytes for --seq-len " + std::to_string(options.seq_len));
     restore();
-    reducer_ = std::make_unique<train::GradientReducer>(model_.parameters(), mesh_.data_context(),
-                                                        reducer_options(options_, mesh_));
+    reducer_ = std::make_unique<train::GradientReducer>(
+        pipeline_.parameters(), mesh_.data_context(), reducer_options(options_, mesh_));
   }
 
   void train() {
@@ -143,17 +170,33 @@ class GptTrainer {
 
  private:
   std::string describe() const {
-    const auto& c = model_.config();
+    const auto& c = pipeline_.model().config();
     return "model: gpt layers " + std::to_string(c.layers) + " hidden " + std::to_string(c.hidden) +
            " heads " + std::to_string(c.heads) + " seq-len " + std::to_string(c.sequence) +
            " vocab 256" + dropout_text(options_) + "; tp " + std::to_string(mesh_.layout().tp) +
            (c.sequence_parallel ? " (sequence parallel)" : "") +
            (mesh_.layout().cp > 1 ? " x cp " + std::to_string(mesh_.layout().cp) : "") + " x dp " +
-           std::to_string(mesh_.layout().dp) + " x batch " + std::to_string(options_.batch) +
-           "; corpus " + std::to_string(corpus_.train.size()) + " train bytes (" +
-           std::to_string(corpus_.train_documents) + " fortunes), " +
+           std::to_string(mesh_.layout().dp) + pipeline_text() + " x batch " +
+           std::to_string(options_.batch) + "; corpus " + std::to_string(corpus_.train.size()) +
+           " train bytes (" + std::to_string(corpus_.train_documents) + " fortunes), " +
            std::to_string(corpus_.validation.size()) + " validation bytes (" +
            std::to_string(corpus_.validation_documents) + ")";
+  }
+
+  /// " x pp P (S, v V, L blocks per stage) in M micro-batches", or what of it applies.
+  std::string pipeline_text() const {
+    std::string text;
+    if (mesh_.layout().pp > 1) {
+      std::string blocks;
+      for (std::int64_t n : pipeline_.layers_per_stage())
+        blocks += (blocks.empty() ? "" : "/") + std::to_string(n);
+      text = " x pp " + std::to_string(mesh_.layout().pp) + " (" + options_.schedule +
+             (options_.virtual_stages > 1 ? ", v " + std::to_string(options_.virtual_stages) : "") +
+             ", blocks " + blocks + ")";
+    }
+    if (options_.micro_batches > 1)
+      text += " in " + std::to_string(options_.micro_batches) + " micro-batches";
+    return text;
   }
 
   bool next_epoch_if_done() {
@@ -167,44 +210,38 @@ class GptTrainer {
     const auto [tokens, targets] = train_.batch(indices);
     optimizer_->zero_grad();
     reducer_->begin_step();
-    // Replica d's samples follow those of replicas 0..d-1 in the global batch.
-    model_.set_step({.step = static_cast<std::uint64_t>(step_),
-                     .first_sample = mesh_.coordinates().dp * options_.batch});
-    const torch::Tensor loss = model_.loss(tokens, targets);
-    loss.backward();
+    // Each chunk's gradients are reduced over dp_cp as soon as its last backward has run.
+    // Dropout masks: replica d's samples follow those of replicas 0..d-1 in the global batch.
+    const train::DropoutPosition position{.step = static_cast<std::uint64_t>(step_),
+                                          .first_sample = mesh_.coordinates().dp * options_.batch};
+    const torch::Tensor loss = pipeline_.forward_backward(
+        train::split_micro_batches(tokens, targets, options_.micro_batches), reducer_.get(),
+        position);
     reducer_->finish_step();
     // The dp_cp reduction and the tp sum of sequence-parallel partial gradients commute.
-    train::all_reduce_partial_gradients(model_.partial_gradient_parameters(), mesh_.tp());
-    train::clip_grad_norm(norm_pieces(), {mesh_.tp(), mesh_.data_context()}, kClipNorm);
+    train::all_reduce_partial_gradients(pipeline_.partial_gradient_parameters(), mesh_.tp());
+    train::clip_grad_norm(pipeline_.norm_pieces(1), {mesh_.tp(), mesh_.pp(), mesh_.data_context()},
+                          kClipNorm);
     optimizer_->step();
-    loss_sum_ += loss.item<double>();
+    if (loss.defined()) {  // the last stage's ranks (summed over cp: the whole sequence's)
+      loss_sum_ += loss.item<double>();
+      loss_steps_ += 1;
+    }
     steps_ += 1;
-    if (holds_replica_sums()) tokens_ += tokens.numel();
+    if (holds_replica_sums() && mesh_.coordinates().pp == 0) tokens_ += tokens.numel();
     ++step_;
   }
 
-  /// Whether this rank counts its replica's tokens and losses: one rank of each tp × cp block
-  /// (each of them sees the whole batch and the same loss).
+  /// Whether this rank counts its replica's tokens and validation sums: one rank of each
+  /// tp × cp block (each of them sees the whole batch and the same loss).
   bool holds_replica_sums() const {
     return mesh_.coordinates().tp == 0 && mesh_.coordinates().cp == 0;
-  }
-
-  /// Every parameter's gradient as it lies over {tp, dp_cp}: tp shards or replicated over tp;
-  /// replicated over dp_cp once reduced.
-  std::vector<train::NormPiece> norm_pieces() const {
-    std::vector<train::NormPiece> pieces;
-    for (const train::GptParameter& p : model_.named_parameters()) {
-      const auto over_tp =
-          p.shard_dim >= 0 ? train::GradPlacement::Sharded : train::GradPlacement::Replicated;
-      pieces.push_back({p.tensor.grad(), {over_tp, train::GradPlacement::Replicated}});
-    }
-    return pieces;
   }
 
   /// "epoch E step S loss L tokens/s T": the mean loss of the steps since the last line over
   /// every replica, and the global tokens per second.
   void log_progress() {
-    std::array<double, 3> sums = {loss_sum_, static_cast<double>(steps_),
+    std::array<double, 3> sums = {loss_sum_, static_cast<double>(loss_steps_),
                                   static_cast<double>(tokens_)};
     comm_.all_reduce(sums.data(), sums.data(), sums.size(), DataType::Float64, ReduceOp::Sum);
     const double elapsed = std::chrono::duration<double>(Clock::now() - interval_start_).count();
@@ -215,32 +252,37 @@ class GptTrainer {
     say(line);
     loss_sum_ = 0;
     steps_ = 0;
+    loss_steps_ = 0;
     tokens_ = 0;
     interval_start_ = Clock::now();
   }
 
   /// Collective: the mean token loss over the validation samples --eval-windows picks
-  /// (evenly spaced; all when 0), each replica evaluating a contiguous share of them.
+  /// (evenly spaced; all when 0), each replica evaluating a contiguous share of them in
+  /// micro-batches of kEvalChunk samples through its pipeline.
   train::EvalResult validate() {
     torch::NoGradGuard no_grad;
-    model_.set_training(false);
     const std::size_t n = validation_.samples();
     const auto wanted = static_cast<std::size_t>(options_.eval_windows);
     const std::size_t count = wanted == 0 ? n : std::min(wanted, n);
     const auto [first, last] = train::eval_shard(count, mesh_.coordinates().dp, mesh_.layout().dp);
-    train::EvalSums sums;
+    std::vector<train::MicroBatch> micro_batches;
+    double tokens = 0;
     for (std::size_t begin = first; begin < last; begin += kEvalChunk) {
       std::vector<std::size_t> indices;
       for (std::size_t j = begin; j < std::min(last, begin + kEvalChunk); ++j) {
         indices.push_back(j * n / count);
       }
-      const auto [tokens, targets] = validation_.batch(indices);
-      const double mean = model_.loss(tokens, targets).item<double>();
-      if (!holds_replica_sums()) continue;  // one copy of each replica's sums
-      sums.loss_sum += mean * static_cast<double>(tokens.numel());
-      sums.count += tokens.numel();
+      const auto [x, y] = validation_.batch(indices);
+      micro_batches.push_back({x, y});
+      tokens += static_cast<double>(x.numel());
     }
-    model_.set_training(true);
+    const torch::Tensor mean = pipeline_.evaluate(micro_batches);
+    train::EvalSums sums;
+    if (mean.defined() && holds_replica_sums()) {  // one copy of each replica's sums
+      sums.loss_sum = mean.item<double>() * tokens;
+      sums.count = static_cast<std::int64_t>(tokens);
+    }
     return train::all_reduce_eval(comm_, sums);
   }
 
@@ -255,8 +297,8 @@ class GptTrainer {
   }
 
   /// What a resume must match besides the model (which the checkpoint checks itself): the
-  /// optimizer and everything that decides which samples each step takes. The tp and cp
-  /// degrees are not recorded: a checkpoint loads at any.
+  /// optimizer and everything that decides which samples each step takes. The tp, cp and pp
+  /// degrees and the micro-batches are not recorded: a checkpoint loads at any.
   train::RunConfig run_config() const {
     train::RunConfig config = common_run_config(options_);
     config["--model"] = "gpt";
@@ -266,15 +308,19 @@ class GptTrainer {
   }
 
   void save() {
-    save_gpt_run(options_.checkpoint, model_, *optimizer_, options_.optimizer,
+    save_gpt_run(options_.checkpoint, share(), *optimizer_, options_.optimizer,
                  run_state(step_, sampler_, run_config()), comm_);
   }
 
   void restore() {
     if (!options_.resume) return;
     const auto state =
-        load_gpt_run(options_.checkpoint, model_, *optimizer_, options_.optimizer, run_config());
+        load_gpt_run(options_.checkpoint, share(), *optimizer_, options_.optimizer, run_config());
     step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
+  }
+
+  GptShare share() const {
+    return {pipeline_.named_parameters(), pipeline_.model().config(), mesh_.tp()};
   }
 
   void say(const std::string& line) const { train_tool::say(comm_, line); }
@@ -285,18 +331,34 @@ class GptTrainer {
   TokenSplit train_;
   TokenSplit validation_;
   train::Mesh mesh_;
-  train::GptModel model_;
+  train::GptPipeline pipeline_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   train::DistributedSampler sampler_;
   std::unique_ptr<train::GradientReducer> reducer_;
   std::int64_t step_ = 0;
   double loss_sum_ = 0;
-  std::int64_t steps_ = 0;
+  std::int64_t steps_ = 0;       ///< steps since the last progress line
+  std::int64_t loss_steps_ = 0;  ///< of which this rank holds the loss (last stage)
   std::int64_t tokens_ = 0;
   Clock::time_point interval_start_ = Clock::now();
 };
 
 }  // namespace
+
+std::string pipeline_dry_run(const Options& options) {
+  const train::PipelineOptions o = pipeline_options(options);
+  const train::ScheduleOptions& so = o.schedule;
+  const std::vector<std::int64_t> blocks = train::gpt_stage_layers(gpt_config(options), o);
+  const train::PipelineSchedule schedule = train::make_schedule(so);
+  const train::ScheduleReport report = train::verify_schedule(schedule, o.costs);
+  std::string text = train::render_timeline(schedule, report) + "blocks per virtual stage:";
+  for (std::int64_t n : blocks) text += " " + std::to_string(n);
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "\nbubble %.4f (verifier, F = B = W = 1), formula %.4f; makespan %.0f\n",
+                report.bubble, train::textbook_bubble(so, o.costs), report.makespan);
+  return text + line;
+}
 
 void run_gpt_training(const Options& options, Communicator& comm) {
   GptTrainer trainer(options, comm);

@@ -1,6 +1,7 @@
 // chorus-train: data-parallel training of a Fashion-MNIST MLP or a character LSTM with
 // Chorus DDP. Run under chorusrun (or any launcher init_from_env understands); started
 // without launcher variables it runs as a single rank.
+#include "gpt_trainer.hpp"
 #include "options.hpp"
 #include "trainer.hpp"
 
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
     const auto options = chorus::train_tool::parse_options(argc, argv);
     if (options.help) {
       std::cout << chorus::train_tool::usage_text();
+      return 0;
+    }
+    if (options.pp_dry_run) {
+      std::cout << chorus::train_tool::pipeline_dry_run(options);
       return 0;
     }
     chorus::Communicator comm = connect();

@@ -2,6 +2,7 @@
 #include "options.hpp"
 
 #include <chorus/error.hpp>
+#include <chorus/train/pipeline_schedule.hpp>
 
 #include <cmath>
 #include <functional>
@@ -128,6 +129,19 @@ const std::map<std::string, Setter>& valued_options() {
       {"--tp", small_integer(&Options::tp, "--tp", 1, 4096)},
       {"--cp", small_integer(&Options::cp, "--cp", 1, 4096)},
       {"--zero", small_integer(&Options::zero, "--zero", 1, 2)},
+      {"--pp", small_integer(&Options::pp, "--pp", 1, 4096)},
+      {"--dp", small_integer(&Options::dp, "--dp", 1, 1 << 20)},
+      {"--virtual-stages", small_integer(&Options::virtual_stages, "--virtual-stages", 1, 64)},
+      {"--micro-batches", small_integer(&Options::micro_batches, "--micro-batches", 1, 1 << 20)},
+      {"--schedule",
+       [](Parsed& p, const std::string& v) {
+         try {
+           (void)train::schedule_kind(v);
+         } catch (const Error&) {
+           throw bad("--schedule", v, "expected gpipe|1f1b|interleaved|zb-h1");
+         }
+         p.options.schedule = v;
+       }},
       {"--heads", integer(&Options::heads, "--heads", 1, 4096)},
       {"--seq-len", integer(&Options::seq_len, "--seq-len", 2, 1 << 16)},
       {"--eval-every", integer(&Options::eval_every, "--eval-every", 0)},
@@ -185,6 +199,7 @@ bool set_flag(Options& o, const std::string& word) {
       {"--resume", [](Options& x) { x.resume = true; }},
       {"--no-eval", [](Options& x) { x.eval = false; }},
       {"--sequence-parallel", [](Options& x) { x.sequence_parallel = true; }},
+      {"--pp-dry-run", [](Options& x) { x.pp_dry_run = true; }},
   };
   auto it = flags.find(word);
   if (it == flags.end()) return false;
@@ -201,7 +216,22 @@ void check_gpt_options(const Options& o) {
     if (o.dropout != 0) throw bad("--dropout", number_text(o.dropout), "needs --model gpt");
     if (o.recompute != Recomputation::None)
       throw bad("--recompute", recomputation_name(o.recompute), "needs --model gpt");
+    if (o.pp != 1) throw bad("--pp", std::to_string(o.pp), "needs --model gpt");
+    if (o.micro_batches != 1) {
+      throw bad("--micro-batches", std::to_string(o.micro_batches), "needs --model gpt");
+    }
+    if (o.pp_dry_run) throw bad("--pp-dry-run", "", "needs --model gpt");
     return;
+  }
+  if (o.batch % o.micro_batches != 0) {
+    throw bad("--micro-batches", std::to_string(o.micro_batches),
+              "--batch " + std::to_string(o.batch) + " does not split into " +
+                  std::to_string(o.micro_batches) + " micro-batches");
+  }
+  const bool interleaved = o.schedule == "interleaved";
+  if (!interleaved && o.virtual_stages > 1) {
+    throw bad("--virtual-stages", std::to_string(o.virtual_stages),
+              "needs --schedule interleaved (--schedule " + o.schedule + " runs 1 per rank)");
   }
   if (o.no_sync) throw bad("--no-sync", "", "is not supported with --model gpt");
   if (o.alternate_sync > 0) {
@@ -236,6 +266,7 @@ Options finish(Parsed parsed) {
   o.optimizer = parsed.optimizer.value_or(mlp ? OptimizerKind::Sgd : OptimizerKind::Adam);
   check_gpt_options(o);
   check_zero_options(o);
+  if (o.virtual_stages == 0) o.virtual_stages = o.schedule == "interleaved" ? 2 : 1;
   o.lr = parsed.lr.value_or(o.optimizer == OptimizerKind::Sgd ? 0.05 : 0.003);
   if (o.alternate_sync > 0 && o.no_sync) {
     throw bad("--alternate-sync", std::to_string(o.alternate_sync),
@@ -291,7 +322,8 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --model mlp|lstm|gpt   mlp: Fashion-MNIST classifier 784-H-..-H-10 (--hidden, --layers);
                          lstm: character-level LSTM on /usr/share/common-licenses;
                          gpt: byte-level GPT on the fortunes corpus, split over --tp
-                         and --cp ranks, data parallel over N / (tp·cp) replicas  [mlp]
+                         ranks, its sequences over --cp ranks and its blocks over --pp
+                         stages, data parallel over N / (tp x cp x pp) replicas   [mlp]
   --epochs E             passes over the training set, 1..1000000               [1]
   --batch B              samples per (data-parallel) replica per step, 1..1048576
                                                                        [64; gpt: 8]
@@ -312,14 +344,14 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --checkpoint PATH      save model, optimizer, step, sampler state and the run's
                          configuration at the end; rank 0 checks that it can write PATH
                          before the first step (gpt: also PATH.<optimizer state>; loads
-                         at any --tp and --cp)
+                         at any --tp, --cp and --pp)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint
                          was made with another --model, --hidden, --layers, --optimizer,
                          --lr, --batch, --seed, world size or training set (gpt: the
                          model's --layers, --hidden, --heads, --seq-len, and dp, not tp
-                         or cp)
+                         cp or pp)
   --seed S               initial weights and data order, >= 0                   [1]
   --bucket-cap-mb M      DDP gradient bucket cap in MiB, 0.001..65536           [25]
   --compression C        gradients on the wire: none|fp16|bf16                  [none]
@@ -330,10 +362,20 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --layers L             MLP hidden layers / GPT blocks, 1..64         [3; gpt: 2]
   --no-eval              skip the final test-set evaluation
 GPT (--model gpt; --no-sync and --alternate-sync do not apply):
-  --tp T                 tensor-parallel degree, dividing N, 1..4096              [1]
+  --tp T                 tensor-parallel degree, 1..4096                          [1]
   --cp U                 context-parallel (Ulysses) degree: each of U ranks holds
-                         S/U tokens of every sample; T·U divides N, dp = N / (T·U),
-                         1..4096                                                 [1]
+                         S/U tokens of every sample, 1..4096                     [1]
+  --pp P                 pipeline stages, 1..4096; the blocks are cut into P·V stages
+                         balanced by parameter count                             [1]
+  --dp D                 data-parallel degree: N / (T·U·P), an error if given and
+                         different                                     [N / (T·U·P)]
+  --schedule S           gpipe|1f1b|interleaved|zb-h1 (docs/training.md)       [1f1b]
+  --virtual-stages V     chunks per pipeline rank, interleaved only, >= 2
+                                                          [interleaved: 2, else 1]
+  --micro-batches M      --batch splits into M micro-batches (B % M == 0); the
+                         interleaved schedule needs M >= P                       [1]
+  --pp-dry-run           print the schedule's timeline and its bubble against the
+                         formula, then exit without training (needs no launcher)
   --sequence-parallel    Megatron sequence parallelism on the tp group
   --heads A              attention heads, a multiple of T·U, dividing --hidden   [4]
   --seq-len S            tokens per sample, 2..65536, a multiple of U (with

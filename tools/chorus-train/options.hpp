@@ -43,8 +43,14 @@ struct Options {
   std::int64_t hidden = 1024;
   int layers = 3;  ///< --layers: MLP hidden layers / GPT blocks (default 3 / 2)
   // GPT only (--model gpt):
-  int tp = 1;                       ///< --tp: tensor-parallel degree
-  int cp = 1;                       ///< --cp: context-parallel degree; dp = world / (tp·cp)
+  int tp = 1;  ///< --tp: tensor-parallel degree
+  int cp = 1;  ///< --cp: context-parallel degree
+  int pp = 1;  ///< --pp: pipeline stages
+  int dp = 0;  ///< --dp: data-parallel degree, world / (tp·cp·pp) when 0 (else checked against it)
+  std::string schedule = "1f1b";  ///< --schedule gpipe|1f1b|interleaved|zb-h1
+  int virtual_stages = 0;   ///< --virtual-stages V: chunks per rank (0: interleaved 2, else 1)
+  int micro_batches = 1;    ///< --micro-batches M: --batch splits into M (B % M == 0)
+  bool pp_dry_run = false;  ///< --pp-dry-run: print the schedule's timeline and exit
   bool sequence_parallel = false;   ///< --sequence-parallel (needs --model gpt)
   std::int64_t heads = 4;           ///< --heads: attention heads
   std::int64_t seq_len = 64;        ///< --seq-len: tokens per sample

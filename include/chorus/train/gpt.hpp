@@ -95,16 +95,28 @@ struct GptParameter {
   std::int64_t shard_dim = -1;
 };
 
+/// The parts of the model a GptModel builds: all of it by default; a pipeline stage builds
+/// only its own (pipeline.hpp). A part not built holds no tensor and is left out of
+/// named_parameters(); running it is an InvalidUsage error naming it. Built parts have the
+/// values the whole model's have (the init is keyed by parameter name).
+struct GptParts {
+  bool embedding = true;           ///< the token embedding (tied with the logits)
+  bool position_embedding = true;  ///< the learned position embedding
+  bool final_norm = true;          ///< the final LayerNorm
+  std::vector<bool> blocks;        ///< blocks[i]: build block i; empty: every block
+};
+
 class CHORUS_EXPORT GptModel {
  public:
   /// Collective-free. InvalidArgument naming the numbers when a size is not positive, hidden
   /// is not a multiple of heads, heads (or, under sequence parallelism, sequence) is not a
-  /// multiple of the tp group's size.
-  GptModel(const GptConfig& config, const Group& tp);
+  /// multiple of the tp group's size, or parts.blocks is neither empty nor of config.layers.
+  /// `parts` says which parts this rank builds (a pipeline stage's); the default: all.
+  GptModel(const GptConfig& config, const Group& tp, const GptParts& parts = {});
   /// With Ulysses context parallelism over `cp` as well: also InvalidArgument naming the
   /// numbers when heads/t or the sequence (s/t under sequence parallelism) is not a multiple
   /// of the cp group's size u. A group of one rank is the two-group model.
-  GptModel(const GptConfig& config, const Group& tp, const Group& cp);
+  GptModel(const GptConfig& config, const Group& tp, const Group& cp, const GptParts& parts = {});
   ~GptModel();
   GptModel(GptModel&&) noexcept;
   GptModel& operator=(GptModel&&) noexcept;
@@ -151,7 +163,14 @@ class CHORUS_EXPORT GptModel {
   const Group& tp() const;
   /// The context-parallel group (none for the two-group constructor).
   const std::optional<Group>& cp() const;
-  /// Every parameter in a fixed order (embedding, position embedding, blocks, final norm).
+  /// This cp rank's rows [c·s/u, (c+1)·s/u) of `x` [s, ...] (x itself without cp): the targets
+  /// of its tokens. InvalidArgument naming the numbers when s is not a multiple of u.
+  at::Tensor local_rows(const at::Tensor& x) const;
+  /// The sum of `value` over the cp group, in place (nothing without cp): a loss summed over
+  /// a cp rank's tokens becomes the whole sequence's. For reporting: not differentiable.
+  void sum_over_cp(at::Tensor& value) const;
+  /// Every built parameter in a fixed order (embedding, position embedding, blocks, final
+  /// norm).
   std::vector<GptParameter> named_parameters() const;
   std::vector<at::Tensor> parameters() const;
   /// Parameters whose gradient on a rank covers its sequence slice only, so the full gradient

@@ -30,10 +30,20 @@ CHORUS_EXPORT RunConfig gpt_model_description(const GptConfig& config);
 /// This rank's parameters as pieces of the unsharded layout over the model's tp group (copies
 /// where the layout differs from the model's).
 CHORUS_EXPORT std::vector<TensorPiece> gpt_checkpoint_pieces(const GptModel& model);
+/// The same for `parameters`, some of a model of `config` split over `tp` (a pipeline stage's).
+CHORUS_EXPORT std::vector<TensorPiece> gpt_checkpoint_pieces(
+    const std::vector<GptParameter>& parameters, const GptConfig& config, const Group& tp);
 
 /// Collective over every rank holding a part of the model (its tp group, and replicas of it):
 /// save_tensor_checkpoint of gpt_checkpoint_pieces with `state` and the model's description.
 CHORUS_EXPORT void save_gpt_checkpoint(const std::string& path, const GptModel& model,
+                                       const TrainingState& state,
+                                       const chorus::Communicator& comm);
+/// The same for `parameters`, some of a model of `config` split over `tp`: each pipeline stage
+/// passes its own, so the checkpoint holds the whole model, as one process would save it.
+CHORUS_EXPORT void save_gpt_checkpoint(const std::string& path,
+                                       const std::vector<GptParameter>& parameters,
+                                       const GptConfig& config, const Group& tp,
                                        const TrainingState& state,
                                        const chorus::Communicator& comm);
 
@@ -42,5 +52,10 @@ CHORUS_EXPORT void save_gpt_checkpoint(const std::string& path, const GptModel& 
 /// 16" when the descriptions differ, then load_tensor_checkpoint's checks; nothing is changed
 /// when any check fails.
 CHORUS_EXPORT TrainingState load_gpt_checkpoint(const std::string& path, GptModel& model);
+/// The same into `parameters` only, some of a model of `config` split over `tp` (a pipeline
+/// stage's), whatever layout saved the checkpoint.
+CHORUS_EXPORT TrainingState load_gpt_checkpoint(const std::string& path,
+                                                const std::vector<GptParameter>& parameters,
+                                                const GptConfig& config, const Group& tp);
 
 }  // namespace chorus::train

@@ -12,14 +12,16 @@
 // stages, the first and last stage each hold the embedding and, after the last action, sum its
 // gradient over the embedding group (PARALLEL.md section 2).
 //
-// Every rank builds the GptModel (all parameters, from the layout-independent init) and trains
-// the parameters of its own chunks: named_parameters() lists those.
+// Every rank builds only its chunks' parts of the GptModel (GptParts: their blocks, and the
+// embedding, position embedding or final norm where its stages need them), with the values of
+// the whole model's (the init is layout-independent), and trains them: named_parameters().
 #pragma once
 
 #include <chorus/export.hpp>
 #include <chorus/train/gpt.hpp>
 #include <chorus/train/mesh.hpp>
 #include <chorus/train/pipeline_schedule.hpp>
+#include <chorus/train/reducer.hpp>
 
 #include <ATen/core/Tensor.h>
 
@@ -44,6 +46,10 @@ struct PipelineGroups {
   Group pp;
   Group tp;
   std::optional<Group> embedding;
+  /// Ulysses context parallelism inside every stage (GptModel's cp group), or none. Each
+  /// stage then passes its cp rank's s/u rows on, and the loss covers the rank's tokens: the
+  /// gradients summed over cp are the whole sequence's, the returned loss is summed over cp.
+  std::optional<Group> cp;
 };
 
 /// One micro-batch: int64 tokens and targets [s, b]; s and b may differ between micro-batches.
@@ -56,6 +62,12 @@ struct MicroBatch {
 /// InvalidArgument naming the numbers when B is not a multiple of count.
 CHORUS_EXPORT std::vector<MicroBatch> split_micro_batches(const at::Tensor& tokens,
                                                           const at::Tensor& targets, int count);
+
+/// Blocks per virtual stage of `config`'s model under `options` (GptPipeline's partition):
+/// options.layers_per_stage checked, or balanced by parameter count. InvalidArgument naming the
+/// numbers when there are fewer blocks than virtual stages or the explicit list does not fit.
+CHORUS_EXPORT std::vector<std::int64_t> gpt_stage_layers(const GptConfig& config,
+                                                         const PipelineOptions& options);
 
 class CHORUS_EXPORT GptPipeline {
  public:
@@ -76,11 +88,38 @@ class CHORUS_EXPORT GptPipeline {
   /// message of another shape than expected: InvalidArgument naming both stages and shapes; a
   /// lost peer) aborts the pipeline group, so that the other stages fail promptly instead of
   /// waiting for CHORUS_TIMEOUT; the pipeline cannot run another step after that.
-  at::Tensor forward_backward(const std::vector<MicroBatch>& micro_batches);
+  ///
+  /// With a `reducer` (over this rank's parameters(), autograd_hooks off, its step begun by the
+  /// caller, who calls finish_step() after), each parameter is marked ready as soon as its
+  /// gradient is final, so the reduction over dp overlaps the rest of the step (the drain): a
+  /// chunk's parameters after the chunk's last backward (or W) action, the tied embedding
+  /// after its sum over the embedding group.
+  ///
+  /// `position` keys the dropout masks (GptModel::set_step): micro-batch i's forward passes
+  /// draw them at `position` with first_sample moved past the samples of micro-batches 0..i-1,
+  /// so that they are the masks of the whole batch in one pass.
+  at::Tensor forward_backward(const std::vector<MicroBatch>& micro_batches,
+                              GradientReducer* reducer = nullptr,
+                              const DropoutPosition& position = {});
+
+  /// Forward only, without autograd and without dropout: the mean token loss over `micro_batches`
+  /// (any number of them, of any shapes, the same on every pipeline rank), each passing the virtual
+  /// stages in order, on the ranks that hold the last virtual stage; an undefined tensor elsewhere.
+  /// Collective over the pipeline group; a failure aborts it, as in forward_backward.
+  at::Tensor evaluate(const std::vector<MicroBatch>& micro_batches);
 
   /// This rank's parameters (its chunks'), with their logical names.
   std::vector<GptParameter> named_parameters() const;
   std::vector<at::Tensor> parameters() const;
+  /// This rank's parameters whose gradients must be summed over tp (GptModel's
+  /// partial_gradient_parameters).
+  std::vector<at::Tensor> partial_gradient_parameters() const;
+  /// This rank's gradients as pieces of the global gradient, for global_grad_norm and
+  /// clip_grad_norm over the groups {tp, pp, then `replicated` more}: tp-sharded or
+  /// replicated as the model holds them, different on every pipeline rank, and the same on
+  /// every rank of each further group (dp once reduced). The tied embedding, held by the first
+  /// and the last stage with the same gradient after a step, is counted by the first only.
+  std::vector<NormPiece> norm_pieces(std::size_t replicated = 0) const;
   /// True on the ranks that hold the last virtual stage (and so return the loss).
   bool holds_loss() const;
   const PipelineSchedule& schedule() const;
@@ -88,6 +127,7 @@ class CHORUS_EXPORT GptPipeline {
   const ScheduleReport& report() const;
   /// Blocks per virtual stage.
   const std::vector<std::int64_t>& layers_per_stage() const;
+  /// The model's parts this rank built (GptParts).
   const GptModel& model() const;
 
  private:

@@ -1,6 +1,8 @@
 // Ulysses context parallelism inside the GPT model; see context_parallel.hpp.
 #include "context_parallel.hpp"
 
+#include "../autograd/tensor_collectives.hpp"
+
 #include <chorus/error.hpp>
 #include <chorus/train/autograd.hpp>
 
@@ -38,6 +40,10 @@ at::Tensor ContextSplit::mean(const at::Tensor& per_token) const {
   if (!split()) return per_token.mean();
   const double tokens = static_cast<double>(per_token.numel()) * size();
   return reduce_from_region(per_token.sum() / tokens, *cp_);
+}
+
+void ContextSplit::sum(at::Tensor& value) const {
+  if (split()) value = all_reduce_sum(*cp_, value.detach());
 }
 
 void check_context_parallel(const GptConfig& c, int t, int u) {

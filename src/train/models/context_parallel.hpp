@@ -49,6 +49,9 @@ class ContextSplit {
   /// The mean over the cp group's tokens of `per_token` (this rank's token losses), the same
   /// scalar on every rank.
   at::Tensor mean(const at::Tensor& per_token) const;
+  /// `value` summed over the cp group, in place (one all-reduce; nothing without cp). Not
+  /// differentiable: for reported values.
+  void sum(at::Tensor& value) const;
 
  private:
   bool split() const { return cp_ && cp_->size() > 1; }

@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -188,30 +189,54 @@ const GptConfig& checked(const GptConfig& c, const Group& tp, const detail::Cont
   return c;
 }
 
+/// `parts`, after checking its block list against the config.
+const GptParts& checked(const GptParts& parts, const GptConfig& c) {
+  require_argument(
+      parts.blocks.empty() || static_cast<std::int64_t>(parts.blocks.size()) == c.layers,
+      "GptModel: parts name " + std::to_string(parts.blocks.size()) + " blocks of a model of " +
+          std::to_string(c.layers));
+  return parts;
+}
+
+/// InvalidUsage naming `part` unless `is_built`.
+void require_usage(bool is_built, const std::string& part) {
+  if (!is_built) throw Error(Status::InvalidUsage, "GptModel: " + part + " is not built here");
+}
+
+/// `part`, or InvalidUsage naming it when this model did not build it.
+template <class T>
+const T& built(const std::optional<T>& part, const std::string& name) {
+  require_usage(part.has_value(), name);
+  return *part;
+}
+
 }  // namespace
 
 struct GptModel::Impl {
   GptConfig config;
   Group tp;
   detail::ContextSplit cp;
-  VocabParallelEmbedding embedding;
-  at::Tensor position;  ///< [sequence, h], replicated
-  std::vector<Block> blocks;
-  LayerNorm final_norm;
+  GptParts parts;
+  std::optional<VocabParallelEmbedding> embedding;
+  at::Tensor position;                       ///< [sequence, h], replicated; undefined if not built
+  std::vector<std::optional<Block>> blocks;  ///< every block's slot; the built ones hold it
+  std::optional<LayerNorm> final_norm;
   DropoutPosition position_now;  ///< set_step's
   bool training = true;
 
-  Impl(const GptConfig& c, const Group& g, const detail::ContextSplit& context)
-      : config(checked(c, g, context)),
-        tp(g),
-        cp(context),
-        embedding(c.vocab, c.hidden, g, layer_init(c, "embedding", c.init_std),
-                  {.sequence_parallel = c.sequence_parallel}),
-        position(replicated_parameter(c, "position_embedding.weight", {c.sequence, c.hidden},
-                                      InitKind::Normal, c.init_std)),
-        final_norm(c, "final_norm") {
-    blocks.reserve(static_cast<std::size_t>(c.layers));
-    for (std::int64_t i = 0; i < c.layers; ++i) blocks.emplace_back(c, g, cp, i);
+  Impl(const GptConfig& c, const Group& g, const detail::ContextSplit& context, const GptParts& p)
+      : config(checked(c, g, context)), tp(g), cp(context), parts(checked(p, c)) {
+    if (p.embedding)
+      embedding.emplace(c.vocab, c.hidden, g, layer_init(c, "embedding", c.init_std),
+                        EmbeddingOptions{.sequence_parallel = c.sequence_parallel});
+    if (p.position_embedding)
+      position = replicated_parameter(c, "position_embedding.weight", {c.sequence, c.hidden},
+                                      InitKind::Normal, c.init_std);
+    blocks.resize(static_cast<std::size_t>(c.layers));
+    for (std::int64_t i = 0; i < c.layers; ++i)
+      if (p.blocks.empty() || p.blocks[static_cast<std::size_t>(i)])
+        blocks[static_cast<std::size_t>(i)].emplace(c, g, cp, i);
+    if (p.final_norm) final_norm.emplace(c, "final_norm");
   }
 
   /// The masks of a forward pass that starts now.
@@ -242,10 +267,10 @@ struct GptModel::Impl {
   }
 };
 
-GptModel::GptModel(const GptConfig& config, const Group& tp)
-    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit())) {}
-GptModel::GptModel(const GptConfig& config, const Group& tp, const Group& cp)
-    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(cp))) {}
+GptModel::GptModel(const GptConfig& config, const Group& tp, const GptParts& parts)
+    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(), parts)) {}
+GptModel::GptModel(const GptConfig& config, const Group& tp, const Group& cp, const GptParts& parts)
+    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(cp), parts)) {}
 GptModel::~GptModel() = default;
 GptModel::GptModel(GptModel&&) noexcept = default;
 GptModel& GptModel::operator=(GptModel&&) noexcept = default;
@@ -253,6 +278,8 @@ GptModel& GptModel::operator=(GptModel&&) noexcept = default;
 const GptConfig& GptModel::config() const { return impl_->config; }
 const Group& GptModel::tp() const { return impl_->tp; }
 const std::optional<Group>& GptModel::cp() const { return impl_->cp.group(); }
+at::Tensor GptModel::local_rows(const at::Tensor& x) const { return impl_->cp.local_rows(x); }
+void GptModel::sum_over_cp(at::Tensor& value) const { impl_->cp.sum(value); }
 
 at::Tensor GptModel::logits(const at::Tensor& tokens) const {
   return head(run_blocks(embed(tokens), 0, impl_->config.layers));
@@ -266,7 +293,10 @@ at::Tensor GptModel::embed(const at::Tensor& tokens) const {
   require_argument(s >= 1 && s <= c.sequence, "GptModel: a sequence of " + std::to_string(s) +
                                                   " tokens, the model holds " +
                                                   std::to_string(c.sequence) + " positions");
-  const at::Tensor x = impl_->embedding.forward(impl_->cp.local_rows(tokens)) + impl_->positions(s);
+  require_usage(impl_->position.defined(), "the position embedding");
+  const at::Tensor x =
+      built(impl_->embedding, "the embedding").forward(impl_->cp.local_rows(tokens)) +
+      impl_->positions(s);
   return hidden_dropout(x, impl_->plan(), 0, GptDropoutSite::Embedding,
                         impl_->sequence_rows(x.size(0)));
 }
@@ -282,14 +312,16 @@ at::Tensor GptModel::run_blocks(const at::Tensor& hidden, std::int64_t first,
   const bool full = impl_->config.recompute == Recompute::Full;
   at::Tensor x = hidden;
   for (std::int64_t i = first; i < first + count; ++i) {
-    const Block& block = impl_->blocks[static_cast<std::size_t>(i)];
-    x = full ? block.forward_recomputed(x, plan, rows) : block.forward(x, plan, rows);
+    const std::optional<Block>& block = impl_->blocks[static_cast<std::size_t>(i)];
+    if (!block) require_usage(false, "block " + std::to_string(i));
+    x = full ? block->forward_recomputed(x, plan, rows) : block->forward(x, plan, rows);
   }
   return x;
 }
 
 at::Tensor GptModel::head(const at::Tensor& hidden) const {
-  return impl_->embedding.logits(impl_->final_norm.forward(hidden));
+  const LayerNorm& norm = built(impl_->final_norm, "the final norm");
+  return built(impl_->embedding, "the embedding").logits(norm.forward(hidden));
 }
 
 at::Tensor GptModel::loss(const at::Tensor& tokens, const at::Tensor& targets) const {
@@ -305,24 +337,29 @@ bool GptModel::training() const { return impl_->training; }
 
 std::size_t GptModel::compute_weight_gradients() const {
   std::size_t done = 0;
-  for (const Block& b : impl_->blocks) done += b.compute_weight_gradients();
+  for (const std::optional<Block>& b : impl_->blocks)
+    if (b) done += b->compute_weight_gradients();
   return done;
 }
 
 std::size_t GptModel::pending_weight_gradients() const {
   std::size_t pending = 0;
-  for (const Block& b : impl_->blocks) pending += b.pending_weight_gradients();
+  for (const std::optional<Block>& b : impl_->blocks)
+    if (b) pending += b->pending_weight_gradients();
   return pending;
 }
 
 std::vector<GptParameter> GptModel::named_parameters() const {
-  std::vector<GptParameter> out{{"embedding.weight", impl_->embedding.weight(), 0},
-                                {"position_embedding.weight", impl_->position, -1}};
+  std::vector<GptParameter> out;
+  if (impl_->embedding) out.push_back({"embedding.weight", impl_->embedding->weight(), 0});
+  if (impl_->position.defined()) out.push_back({"position_embedding.weight", impl_->position, -1});
   const auto norm = [&out](const std::string& name, const LayerNorm& n) {
     out.push_back({name + ".weight", n.weight, -1});
     out.push_back({name + ".bias", n.bias, -1});
   };
-  for (const Block& b : impl_->blocks) {
+  for (const std::optional<Block>& built_block : impl_->blocks) {
+    if (!built_block) continue;
+    const Block& b = *built_block;
     norm(b.name + ".input_norm", b.input_norm);
     out.push_back({b.name + ".attention.qkv.weight", b.qkv.weight(), 0});
     out.push_back({b.name + ".attention.qkv.bias", b.qkv.bias(), 0});
@@ -334,7 +371,7 @@ std::vector<GptParameter> GptModel::named_parameters() const {
     out.push_back({b.name + ".mlp.fc2.weight", b.fc2.weight(), 1});
     out.push_back({b.name + ".mlp.fc2.bias", b.fc2.bias(), -1});
   }
-  norm("final_norm", impl_->final_norm);
+  if (impl_->final_norm) norm("final_norm", *impl_->final_norm);
   return out;
 }
 
@@ -346,17 +383,19 @@ std::vector<at::Tensor> GptModel::parameters() const {
 
 std::vector<at::Tensor> GptModel::partial_gradient_parameters() const {
   if (!impl_->config.sequence_parallel) return {};
-  std::vector<at::Tensor> out{impl_->position};
+  std::vector<at::Tensor> out;
   const auto append = [&out](const std::vector<at::Tensor>& ts) {
     out.insert(out.end(), ts.begin(), ts.end());
   };
-  for (const Block& b : impl_->blocks) {
-    append({b.input_norm.weight, b.input_norm.bias, b.post_attention_norm.weight,
-            b.post_attention_norm.bias});
-    append(b.proj.partial_gradient_parameters());
-    append(b.fc2.partial_gradient_parameters());
+  if (impl_->position.defined()) out.push_back(impl_->position);
+  for (const std::optional<Block>& b : impl_->blocks) {
+    if (!b) continue;
+    append({b->input_norm.weight, b->input_norm.bias, b->post_attention_norm.weight,
+            b->post_attention_norm.bias});
+    append(b->proj.partial_gradient_parameters());
+    append(b->fc2.partial_gradient_parameters());
   }
-  append({impl_->final_norm.weight, impl_->final_norm.bias});
+  if (impl_->final_norm) append({impl_->final_norm->weight, impl_->final_norm->bias});
   return out;
 }
 

@@ -61,11 +61,10 @@ Entry entry_of(const GptParameter& p, const GptConfig& c, const Group& tp) {
   return e;
 }
 
-std::vector<Entry> entries(const GptModel& model) {
+std::vector<Entry> entries(const std::vector<GptParameter>& parameters, const GptConfig& c,
+                           const Group& tp) {
   std::vector<Entry> out;
-  for (const GptParameter& p : model.named_parameters()) {
-    out.push_back(entry_of(p, model.config(), model.tp()));
-  }
+  for (const GptParameter& p : parameters) out.push_back(entry_of(p, c, tp));
   return out;
 }
 
@@ -110,9 +109,7 @@ void assign(const Entry& e, const at::Tensor& piece, std::int64_t head_dim) {
   }
 }
 
-std::int64_t head_dim(const GptModel& model) {
-  return model.config().hidden / model.config().heads;
-}
+std::int64_t head_dim(const GptConfig& c) { return c.hidden / c.heads; }
 
 }  // namespace
 
@@ -125,36 +122,53 @@ RunConfig gpt_model_description(const GptConfig& c) {
           {"sequence", std::to_string(c.sequence)}};
 }
 
-std::vector<TensorPiece> gpt_checkpoint_pieces(const GptModel& model) {
+std::vector<TensorPiece> gpt_checkpoint_pieces(const std::vector<GptParameter>& parameters,
+                                               const GptConfig& config, const Group& tp) {
   std::vector<TensorPiece> out;
-  for (Entry& e : entries(model)) {
-    e.piece.data = saved_form(e, head_dim(model));
+  for (Entry& e : entries(parameters, config, tp)) {
+    e.piece.data = saved_form(e, head_dim(config));
     out.push_back(std::move(e.piece));
   }
   return out;
 }
 
-void save_gpt_checkpoint(const std::string& path, const GptModel& model, const TrainingState& state,
-                         const chorus::Communicator& comm) {
-  save_tensor_checkpoint(path, gpt_checkpoint_pieces(model),
-                         {state, gpt_model_description(model.config())}, comm);
+std::vector<TensorPiece> gpt_checkpoint_pieces(const GptModel& model) {
+  return gpt_checkpoint_pieces(model.named_parameters(), model.config(), model.tp());
 }
 
-TrainingState load_gpt_checkpoint(const std::string& path, GptModel& model) {
+void save_gpt_checkpoint(const std::string& path, const std::vector<GptParameter>& parameters,
+                         const GptConfig& config, const Group& tp, const TrainingState& state,
+                         const chorus::Communicator& comm) {
+  save_tensor_checkpoint(path, gpt_checkpoint_pieces(parameters, config, tp),
+                         {state, gpt_model_description(config)}, comm);
+}
+
+void save_gpt_checkpoint(const std::string& path, const GptModel& model, const TrainingState& state,
+                         const chorus::Communicator& comm) {
+  save_gpt_checkpoint(path, model.named_parameters(), model.config(), model.tp(), state, comm);
+}
+
+TrainingState load_gpt_checkpoint(const std::string& path,
+                                  const std::vector<GptParameter>& parameters,
+                                  const GptConfig& config, const Group& tp) {
   const CheckpointHeader header = read_tensor_checkpoint(path).header;
   const auto [saved, ours] =
-      detail::differing_settings(header.model, gpt_model_description(model.config()));
+      detail::differing_settings(header.model, gpt_model_description(config));
   require_argument(saved.empty(), "checkpoint " + path + " was saved from a model with " + saved +
                                       ", this model has " + ours);
-  const std::vector<Entry> model_entries = entries(model);
+  const std::vector<Entry> model_entries = entries(parameters, config, tp);
   std::vector<TensorPiece> targets;
   for (const Entry& e : model_entries) targets.push_back(e.piece);
   const CheckpointHeader loaded = load_tensor_checkpoint(path, targets);
   at::NoGradGuard no_grad;
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    assign(model_entries[i], targets[i].data, head_dim(model));
+    assign(model_entries[i], targets[i].data, head_dim(config));
   }
   return loaded.state;
+}
+
+TrainingState load_gpt_checkpoint(const std::string& path, GptModel& model) {
+  return load_gpt_checkpoint(path, model.named_parameters(), model.config(), model.tp());
 }
 
 }  // namespace chorus::train

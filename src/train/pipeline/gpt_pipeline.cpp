@@ -24,8 +24,9 @@ const PipelineOptions& checked(const PipelineOptions& o, const PipelineGroups& g
   return o;
 }
 
-/// Blocks per virtual stage: the explicit list, checked, or balanced by parameter count.
-std::vector<std::int64_t> partition(const GptConfig& c, const PipelineOptions& o) {
+}  // namespace
+
+std::vector<std::int64_t> gpt_stage_layers(const GptConfig& c, const PipelineOptions& o) {
   const int stages = o.schedule.stages * o.schedule.chunks;
   if (!o.layers_per_stage.empty()) {
     check_partition(o.layers_per_stage, c.layers, stages);
@@ -34,6 +35,28 @@ std::vector<std::int64_t> partition(const GptConfig& c, const PipelineOptions& o
   const std::int64_t h = c.hidden;
   const std::vector<std::int64_t> block(static_cast<std::size_t>(c.layers), 12 * h * h + 13 * h);
   return balanced_partition(block, stages, (c.vocab + c.sequence) * h, (c.vocab + 2) * h);
+}
+
+namespace {
+
+/// What pipeline rank `r` builds of the model: the blocks of its chunks (virtual stage v runs
+/// on rank v mod p), the embedding where the first or the last virtual stage runs, the position
+/// embedding with the first, the final norm with the last.
+GptParts stage_parts(const PipelineSchedule& schedule, int r,
+                     const std::vector<std::int64_t>& layers) {
+  GptParts parts;
+  const int p = schedule.stages(), last = schedule.virtual_stages() - 1;
+  for (int v = 0; v <= last; ++v)
+    parts.blocks.insert(parts.blocks.end(), static_cast<std::size_t>(layers[v]), v % p == r);
+  parts.position_embedding = r == 0;
+  parts.final_norm = last % p == r;
+  parts.embedding = parts.position_embedding || parts.final_norm;
+  return parts;
+}
+
+/// Rank `r`'s parts of the model (stage_parts), over the cp group too when there is one.
+GptModel stage_model(const GptConfig& c, const PipelineGroups& g, const GptParts& parts) {
+  return g.cp ? GptModel(c, g.tp, *g.cp, parts) : GptModel(c, g.tp, parts);
 }
 
 /// The block index of a "layers.<i>.…" name, else -1.
@@ -51,10 +74,15 @@ GptPipeline::Impl::Impl(const GptConfig& c, const PipelineGroups& g, const Pipel
       options(checked(o, g)),
       schedule(make_schedule(o.schedule)),
       report(verify_schedule(schedule, o.costs)),
-      layers(partition(c, o)),
-      model(c, g.tp) {
+      layers(gpt_stage_layers(c, o)),
+      model(stage_model(c, g, stage_parts(schedule, g.pp.rank(), layers))) {
   std::int64_t next = 0;
   for (std::int64_t n : layers) first.push_back(std::exchange(next, next + n));
+  const auto& actions = schedule.ranks[static_cast<std::size_t>(rank())];
+  last_gradient_action.assign(static_cast<std::size_t>(schedule.chunks()), 0);
+  for (std::size_t k = 0; k < actions.size(); ++k)
+    if (actions[k].op == PipelineOp::Backward || actions[k].op == PipelineOp::BackwardWeight)
+      last_gradient_action[static_cast<std::size_t>(actions[k].chunk)] = k;
 }
 
 bool GptPipeline::Impl::stage_owns(const std::string& name, int s) const {
@@ -95,18 +123,37 @@ GptPipeline::~GptPipeline() = default;
 GptPipeline::GptPipeline(GptPipeline&&) noexcept = default;
 GptPipeline& GptPipeline::operator=(GptPipeline&&) noexcept = default;
 
-at::Tensor GptPipeline::forward_backward(const std::vector<MicroBatch>& micro_batches) {
-  return impl_->step(micro_batches);
+at::Tensor GptPipeline::forward_backward(const std::vector<MicroBatch>& micro_batches,
+                                         GradientReducer* reducer,
+                                         const DropoutPosition& position) {
+  return impl_->step(micro_batches, reducer, position);
 }
 
 std::vector<GptParameter> GptPipeline::named_parameters() const {
-  std::vector<GptParameter> out;
-  for (const GptParameter& p : impl_->model.named_parameters())
-    for (int c = 0; c < impl_->schedule.chunks(); ++c)
-      if (impl_->stage_owns(p.name, impl_->stage(c))) {
-        out.push_back(p);
-        break;
-      }
+  return impl_->model.named_parameters();  // the stage's parts only
+}
+
+at::Tensor GptPipeline::evaluate(const std::vector<MicroBatch>& micro_batches) {
+  return impl_->evaluate(micro_batches);
+}
+
+std::vector<at::Tensor> GptPipeline::partial_gradient_parameters() const {
+  return impl_->model.partial_gradient_parameters();
+}
+
+std::vector<NormPiece> GptPipeline::norm_pieces(std::size_t replicated) const {
+  using Place = GradPlacement;
+  std::vector<NormPiece> out;
+  const bool second_copy = impl_->p() > 1 && impl_->holds_last();
+  for (const GptParameter& q : named_parameters()) {
+    const Place over_tp = q.shard_dim >= 0 ? Place::Sharded : Place::Replicated;
+    // Replicated over pp: counted by pipeline rank 0 only (the tied embedding's first copy).
+    const Place over_pp =
+        second_copy && q.name == "embedding.weight" ? Place::Replicated : Place::Sharded;
+    std::vector<Place> placements{over_tp, over_pp};
+    placements.resize(2 + replicated, Place::Replicated);
+    out.push_back({q.tensor.grad(), std::move(placements)});
+  }
   return out;
 }
 

@@ -29,13 +29,20 @@ struct GptPipeline::Impl {
   std::vector<std::int64_t> layers;  ///< blocks per virtual stage
   std::vector<std::int64_t> first;   ///< the first block of each virtual stage
   GptModel model;
+  /// Per chunk, the index in this rank's action list of its last backward or W: after it the
+  /// chunk's gradients are final.
+  std::vector<std::size_t> last_gradient_action;
 
-  // One step's state.
+  // One step's (or evaluation's) state.
   const std::vector<MicroBatch>* batch = nullptr;
+  int tag_span = 1;      ///< micro-batches of the current run: distinct tags for each
   double tokens = 0;     ///< all micro-batches' tokens: the loss's divisor
   at::Tensor step_loss;  ///< the sum of the scaled micro-batch losses so far
   std::vector<std::vector<MicroBatchSlot>> slots;  ///< [chunk][micro-batch]
   std::vector<detail::PendingSend> sends;
+  GradientReducer* reducer = nullptr;       ///< forward_backward's, for the step
+  DropoutPosition position;                 ///< forward_backward's: micro-batch 0's masks
+  std::vector<std::int64_t> first_samples;  ///< per micro-batch: samples before it
 
   Impl(const GptConfig& c, const PipelineGroups& g, const PipelineOptions& o);
 
@@ -49,7 +56,13 @@ struct GptPipeline::Impl {
   bool stage_owns(const std::string& name, int stage) const;
   std::vector<at::Tensor> chunk_parameters(int chunk) const;
 
-  at::Tensor step(const std::vector<MicroBatch>& micro_batches);
+  at::Tensor step(const std::vector<MicroBatch>& micro_batches, GradientReducer* reducer,
+                  const DropoutPosition& position);
+  at::Tensor evaluate(const std::vector<MicroBatch>& micro_batches);
+  /// Runs `actions` over `micro_batches` (checked) and returns the loss they summed; aborts
+  /// the pipeline group when one fails.
+  at::Tensor run_all(const std::vector<PipelineAction>& actions,
+                     const std::vector<MicroBatch>& micro_batches);
   void run(const PipelineAction& a);
   void forward(int i, int chunk);
   void backward(int i, int chunk, PipelineOp op);
@@ -57,6 +70,11 @@ struct GptPipeline::Impl {
   detail::ExpectedTensor expected(const char* what, int i, int from, int to) const;
   int tag(int kind, int to_stage, int i) const;
   void reduce_tied_embedding();
+  /// After the tied embedding's all-reduce failed: what the pipeline group says went wrong
+  /// (" (pipeline group: rank 1 (pid 7) died)"), or "" when it says nothing; aborts it.
+  std::string pipeline_cause();
+  /// Marks chunk `chunk`'s parameters ready in the reducer, the tied embedding left out.
+  void mark_chunk_ready(int chunk);
 };
 
 }  // namespace chorus::train

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train --model gpt under chorusrun (registered by CMakeLists.txt):
-#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN tp|dp|sp|tpdp|resume|dropout|refused|cp
+#   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN MODE
+# MODE: tp|dp|sp|tpdp|resume|dropout|refused|cp|pp|ppschedules|ppresume|ppdry|ppkill
 # tp / dp: 2 ranks at tp 2 (dp 1) / at tp 1 x dp 2 train a few steps: the loss falls, the
 # periodic validation loss and the final perplexity are printed. sp: tp 2 with and without
 # --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
@@ -17,7 +18,19 @@
 # heads 4 at --cp 3, --seq-len 33 at --cp 2 and --cp without --model gpt are refused.
 # refused: world 3 with --tp 2, a missing corpus, --tp without --model gpt, a bad --dropout or
 # --recompute, and resuming with another --hidden or --batch fail before step 1 with their
-# sentence.
+# sentence; so do a --dp that does not fit the world, --batch not split by --micro-batches,
+# --pp without --model gpt and the interleaved schedule with fewer micro-batches than stages.
+# pp: 2 ranks at pp 2 (1f1b, 4 micro-batches) train, validate and print the final perplexity,
+# with the per-step losses of one process (relative 1e-5).
+# ppschedules: gpipe, interleaved (v 2) and zb-h1 at pp 2, and 1f1b at pp 2 x dp 2, give the
+# per-step losses of one process at dp 1 / dp 2 (relative 1e-5).
+# ppresume: a checkpoint saved at pp 2 resumes at pp 1, and one saved at pp 1 resumes at pp 2,
+# each with the per-step losses of an uninterrupted run (relative 1e-5).
+# ppkill: a pp 3 job of three one-rank chorusrun nodes (so no launcher stops the survivors);
+# stage 1's process is killed (SIGKILL) during training: stages 0 and 2 both fail by
+# themselves, well within CHORUS_TIMEOUT (20 s), each with an error naming rank 1.
+# ppdry: --pp-dry-run prints every rank's row and the verifier's bubble equal to the formula,
+# without a launcher; refuses interleaved with m < p naming the numbers.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -110,7 +123,7 @@ case "$mode" in
       "$train" --model gpt --recompute half
     refused mlp_dropout "--dropout '0.1' is not valid: needs --model gpt" \
       "$train" --model mlp --dropout 0.1
-    refused world3 "--tp 2 does not divide the world of 3 ranks" \
+    refused world3 "--tp 2 x --pp 1 does not divide the world of 3 ranks" \
       "$run" -n 3 --timeout 60 "$train" --model gpt --tp 2 --steps 2
     refused corpus "no fortune files in $work/none" \
       "$train" --model gpt --steps 2 --corpus "$work/none"
@@ -121,6 +134,112 @@ case "$mode" in
       "$train" "${small[@]}" --hidden 64 --steps 2 --checkpoint "$work/ck" --resume
     refused batch "--batch 8, this run has --batch 4" \
       "$train" "${small[@]}" --batch 4 --steps 2 --checkpoint "$work/ck" --resume
+    refused dp "--dp 3 x --tp 1 x --pp 2 is not the world of 4 ranks" \
+      "$run" -n 4 --timeout 60 "$train" --model gpt --pp 2 --dp 3 --steps 2
+    refused micro "--batch 8 does not split into 3 micro-batches" \
+      "$train" --model gpt --micro-batches 3 --steps 2
+    refused mlp_pp "--pp '2' is not valid: needs --model gpt" "$train" --model mlp --pp 2
+    refused interleaved "2 micro-batches for 4 stages" \
+      "$run" -n 4 --timeout 60 "$train" --model gpt --layers 8 --pp 4 --schedule interleaved \
+      --micro-batches 2 --steps 2
+    ;;
+  pp)
+    "$run" -n 2 --timeout 100 "$train" "${small[@]}" --pp 2 --micro-batches 4 --steps 20 \
+      --eval-every 10 >"$work/pp2" || fail "pp 2 exited with $?"
+    "$train" "${small[@]}" --steps 20 --no-eval --eval-every 0 >"$work/pp1" ||
+      fail "pp 1 exited with $?"
+    check_run "$work/pp2"
+    grep -q "tp 1 x dp 1 x pp 2 (1f1b, blocks 1/1) in 4 micro-batches" "$work/pp2" ||
+      fail "not pp 2 in 4 micro-batches"
+    same_losses "$work/pp2" "$work/pp1" 1e-5
+    ;;
+  ppschedules)
+    common=("${small[@]}" --layers 4 --steps 4 --no-eval --eval-every 0)
+    "$train" "${common[@]}" >"$work/one" || fail "one process exited with $?"
+    for schedule in gpipe interleaved zb-h1; do
+      "$run" -n 2 --timeout 100 "$train" "${common[@]}" --pp 2 --schedule "$schedule" \
+        --micro-batches 2 >"$work/$schedule" || fail "pp 2 $schedule exited with $?"
+      cat "$work/$schedule"
+      grep -q "pp 2 ($schedule" "$work/$schedule" || fail "not pp 2 $schedule"
+      same_losses "$work/$schedule" "$work/one" 1e-5
+    done
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" >"$work/dp2" || fail "dp 2 exited with $?"
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --pp 2 --dp 2 --micro-batches 2 \
+      >"$work/pp2dp2" || fail "pp 2 x dp 2 exited with $?"
+    cat "$work/pp2dp2"
+    grep -q "dp 2 x pp 2" "$work/pp2dp2" || fail "not dp 2 x pp 2"
+    same_losses "$work/pp2dp2" "$work/dp2" 1e-5
+    ;;
+  ppresume)
+    common=("${small[@]}" --no-eval --eval-every 0)
+    "$train" "${common[@]}" --steps 8 >"$work/full" || fail "uninterrupted run exited with $?"
+    awk '$1 != "epoch" || $4 > 4' "$work/full" >"$work/full_after_4"
+    for saved in 2 1; do
+      resumed=$((3 - saved))
+      "$run" -n "$saved" --timeout 100 "$train" "${common[@]}" --pp "$saved" --steps 4 \
+        --micro-batches 2 --checkpoint "$work/ck$saved" >"$work/first$saved" ||
+        fail "pp $saved first half exited with $?"
+      "$run" -n "$resumed" --timeout 100 "$train" "${common[@]}" --pp "$resumed" --steps 8 \
+        --micro-batches 2 --checkpoint "$work/ck$saved" --resume >"$work/second$saved" ||
+        fail "pp $resumed resumed run exited with $?"
+      cat "$work/second$saved"
+      grep -q "resumed from .* at step 4" "$work/second$saved" || fail "pp $resumed: no resume"
+      same_losses "$work/full_after_4" "$work/second$saved" 1e-5
+    done
+    ;;
+  ppdry)
+    "$train" --model gpt --layers 8 --pp 4 --schedule interleaved --micro-batches 4 \
+      --pp-dry-run >"$work/dry" || fail "--pp-dry-run exited with $?"
+    cat "$work/dry"
+    grep -q "^interleaved: p 4, m 4, v 2; bubble 0.2727" "$work/dry" || fail "no header"
+    [ "$(grep -c '^rank [0-3] |F0a|' "$work/dry")" -eq 1 ] || fail "rank 0 does not start"
+    [ "$(grep -c '^rank [0-3] |' "$work/dry")" -eq 4 ] || fail "not 4 rows"
+    grep -q "^bubble 0.2727 (verifier, F = B = W = 1), formula 0.2727" "$work/dry" ||
+      fail "the verifier's bubble is not the formula's"
+    if grep -q "^epoch " "$work/dry"; then fail "the dry run trained"; fi
+    refused dry_m "interleaved: 2 micro-batches for 4 stages" \
+      "$train" --model gpt --layers 8 --pp 4 --schedule interleaved --micro-batches 2 --pp-dry-run
+    ;;
+  ppkill)
+    port="$(python3 -c 'import random, socket
+while True:  # two consecutive free ports: the master port and the store port after it
+    p = random.randrange(20000, 60000)
+    try:
+        a = socket.socket(); a.bind(("127.0.0.1", p))
+        b = socket.socket(); b.bind(("127.0.0.1", p + 1))
+        print(p); break
+    except OSError: pass')"
+    export CHORUS_AUTH_TOKEN=pp-kill-test CHORUS_TIMEOUT=20 CHORUS_TRACE_DIR="$work"
+    common=(--model gpt --layers 3 --hidden 64 --heads 4 --seq-len 64 --batch 8 --pp 3
+      --micro-batches 4 --steps 100000 --log-every 1 --no-eval --eval-every 0)
+    launchers=()
+    for node in 0 1 2; do
+      "$run" --nnodes 3 --node-rank "$node" --master-addr 127.0.0.1 --master-port "$port" -n 1 \
+        --timeout 100 "$train" "${common[@]}" >"$work/out$node" 2>"$work/err$node" &
+      launchers+=($!)
+    done
+    for _ in $(seq 300); do
+      grep -q "^epoch 0 step 3 " "$work/out0" && break
+      sleep 0.2
+    done
+    grep -q "^epoch 0 step 3 " "$work/out0" || fail "the job did not reach step 3"
+    victim=""  # node 1's chorus-train: the child of its chorusrun (read from /proc)
+    for stat in /proc/[0-9]*/stat; do
+      read -r pid name _ parent _ <"$stat" 2>/dev/null || continue
+      if [ "$parent" = "${launchers[1]}" ] && [ "$name" = "(chorus-train)" ]; then victim="$pid"; fi
+    done
+    [ -n "$victim" ] || fail "no stage 1 process"
+    kill -KILL "$victim"
+    start=$(date +%s)
+    for node in 0 2; do
+      if wait "${launchers[$node]}"; then fail "stage $node finished"; fi
+      elapsed=$(($(date +%s) - start))
+      cat "$work/out$node" "$work/err$node" | grep -v "flight recorder"
+      [ "$elapsed" -lt 20 ] || fail "stage $node failed after $elapsed s"
+      grep -q "^chorus-train: .*rank 1 (pid $victim) died" "$work/err$node" ||
+        fail "stage $node does not name rank 1"
+    done
+    wait "${launchers[1]}" || true
     ;;
   cp)
     common=("${small[@]}" --steps 6)
@@ -140,7 +259,7 @@ case "$mode" in
     grep -q "resumed from .* at step 3" "$work/second" || fail "the second run did not resume"
     awk '$1 != "epoch" || $4 > 3' "$work/cp2" >"$work/cp2_after_3"
     same_losses "$work/cp2_after_3" "$work/second" 1e-4
-    refused world3 "--cp 2 does not divide world / tp = 3 ranks" \
+    refused world3 "--cp 2 does not divide world / (tp x pp) = 3 ranks" \
       "$run" -n 3 --timeout 60 "$train" --model gpt --cp 2 --steps 2
     cp_error="GptModel (context parallel)"
     refused heads "$cp_error: heads 4 / tp 1 = 4 per rank is not a multiple of the cp group's 3" \

@@ -6,7 +6,7 @@
 #include <chorus/train/pipeline.hpp>
 #include <chorus/train/pipeline_partition.hpp>
 
-#include "../tensor_parallel/tp_test_util.hpp"
+#include "pipeline_test_util.hpp"
 
 #include <chrono>
 #include <map>
@@ -18,42 +18,9 @@ namespace {
 
 using tp_test::expect_close;
 
+using namespace pp_test;
+
 constexpr int kSteps = 3;
-constexpr double kLearningRate = 0.4;
-
-GptConfig config(std::int64_t layers) {
-  return {.layers = layers,
-          .hidden = 8,
-          .heads = 2,
-          .vocab = 10,
-          .sequence = 6,
-          .seed = 5,
-          .init_std = 0.3,
-          .dtype = at::kDouble};
-}
-
-/// Step `step`'s batch of `samples` sequences of `length` tokens: tokens and targets [s, b].
-std::pair<at::Tensor, at::Tensor> batch(int step, std::int64_t samples, std::int64_t length = 6) {
-  const at::Tensor n = at::arange(length * samples, at::kLong) + 11 * step;
-  return {(n * 7 + 3).remainder(10).view({length, samples}),
-          (n * 5 + 1 + step).remainder(10).view({length, samples})};
-}
-
-void sgd_step(const std::vector<at::Tensor>& parameters) {
-  at::NoGradGuard no_grad;
-  for (const at::Tensor& p : parameters) {
-    if (!p.grad().defined()) continue;
-    p.sub_(p.grad() * kLearningRate);
-    p.mutable_grad().zero_();
-  }
-}
-
-PipelineGroups groups_of(const Mesh& mesh) {
-  const int p = mesh.layout().pp, stage = mesh.coordinates().pp;
-  std::optional<Group> embedding;
-  if (p > 1 && (stage == 0 || stage == p - 1)) embedding = mesh.embedding();
-  return {mesh.pp(), mesh.tp(), embedding};
-}
 
 /// Trains the pipeline and the model without pipelining side by side for kSteps steps: with
 /// tp 1 that is the one-process model; with tp t both hold the same tensor-parallel shards
@@ -121,10 +88,7 @@ namespace {
 
 using tp_test::expect_close;
 
-PipelineOptions options(ScheduleKind kind, int p, int m, int v = 1,
-                        std::vector<std::int64_t> layers = {}) {
-  return {.schedule = {kind, p, m, v}, .layers_per_stage = std::move(layers), .costs = {}};
-}
+using namespace pp_test;
 
 // Micro-batches of different lengths and sizes, an explicit partition: the loss is the sum of
 // token losses over the whole batch's token count, as in the one-process model.
