@@ -2,7 +2,8 @@
 # tests/multihost/restart_job.sh CHORUSRUN CHORUS_TRAIN: chorus-train across 2 hosts x 2 ranks,
 # run once without failure, then again under --max-restarts 2 with rank 3 (on host1) killed at
 # a random moment after the first checkpoint (restart_rank.sh). The ranks on host0 must report
-# the loss within 2 s of the kill, both hosts' chorusruns restart the job, which resumes from
+# the failure within 2 s of the kill (host1's chorusrun stops rank 2 at once, so they may name
+# either rank of host1), both hosts' chorusruns restart the job, which resumes from
 # its last complete checkpoint and ends with the uninterrupted run's parameters. Exit status
 # 77 (ctest's skip) when this machine cannot simulate hosts.
 set -uo pipefail
@@ -26,17 +27,17 @@ grep -q "rank 3 (pid [0-9]*) was killed by signal 9" "$logs/job0.host1.log" ||
 for h in 0 1; do
   grep -q "restarting the job (restart 1 of 2)" "$logs/job0.host$h.log" ||
     fail "host$h's chorusrun did not restart the job"
-  grep -q "resumed from $logs/b.pt" "$logs/job0.host$h.log" || fail "host$h's ranks did not resume"
 done
+grep -q "resumed from $logs/b.pt" "$logs/job0.host0.log" || fail "the restarted job did not resume"
 killed=$(cat "$KILLED_AT")
 for r in 0 1; do
   first=$(awk -v r="$r" '$2 == "r0" && $3 == "rank" && $4 == r":" { print $1; exit }' \
     "$logs/job0.host0.log")
   [ -n "$first" ] || fail "rank $r (host0) reported nothing after rank 3 was killed"
   late=$(awk -v a="$first" -v k="$killed" 'BEGIN { printf "%.2f", a - k }')
-  echo "rank $r reported rank 3's loss ${late} s after the kill"
+  echo "rank $r reported the failure ${late} s after rank 3 was killed"
   awk -v a="$first" -v k="$killed" 'BEGIN { exit !(a - k <= 2.0) }' ||
-    fail "rank $r reported rank 3's loss ${late} s after the kill (more than 2 s)"
+    fail "rank $r reported the failure ${late} s after rank 3 was killed (more than 2 s)"
 done
 model() { grep -v -e '^tag ' -e '^file ' -e '^checksum ' -e '^piece optimizer' "$1"; }
 diff <(model "$logs/a.pt") <(model "$logs/b.pt") ||

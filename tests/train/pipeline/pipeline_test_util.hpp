@@ -47,7 +47,7 @@ inline PipelineGroups groups_of(const Mesh& mesh) {
   const int p = mesh.layout().pp, stage = mesh.coordinates().pp;
   std::optional<Group> embedding;
   if (p > 1 && (stage == 0 || stage == p - 1)) embedding = mesh.embedding();
-  return {mesh.pp(), mesh.tp(), embedding};
+  return {mesh.pp(), mesh.tp(), embedding, std::nullopt};
 }
 
 inline PipelineOptions options(ScheduleKind kind, int p, int m, int v = 1,

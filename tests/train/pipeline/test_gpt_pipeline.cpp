@@ -175,7 +175,7 @@ TEST(GptPipeline, BadLayoutsFailAtConstructionNamingTheNumbers) {
     EXPECT_EQ(construction_error(mesh, config(4), options(ScheduleKind::GPipe, 2, 2, 1, {3, 2})),
               "pipeline partition: layers per stage [3, 2] must be positive and sum to 4");
     try {
-      GptPipeline pipeline(config(4), {mesh.pp(), mesh.tp(), std::nullopt},
+      GptPipeline pipeline(config(4), {mesh.pp(), mesh.tp(), std::nullopt, std::nullopt},
                            options(ScheduleKind::GPipe, 2, 2));
       ADD_FAILURE() << "built without the embedding group";
     } catch (const Error& e) {

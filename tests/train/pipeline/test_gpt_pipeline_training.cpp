@@ -48,7 +48,8 @@ void check_evaluation(const ScheduleOptions& schedule, int tp) {
   ASSERT_TRUE(job.ok());
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = schedule.stages, .tp = tp}, .embedding_group = true});
-    GptPipeline pipeline(config(4), groups_of(mesh), {.schedule = schedule});
+    GptPipeline pipeline(config(4), groups_of(mesh),
+                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
     const GptModel reference(config(4), mesh.tp());
     const std::vector<MicroBatch> micro_batches = uneven_micro_batches();
     const at::Tensor loss = pipeline.evaluate(micro_batches);
@@ -81,7 +82,8 @@ void check_norm(const ScheduleOptions& schedule, int tp) {
   ASSERT_TRUE(job.ok());
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = schedule.stages, .tp = tp}, .embedding_group = true});
-    GptPipeline pipeline(config(4), groups_of(mesh), {.schedule = schedule});
+    GptPipeline pipeline(config(4), groups_of(mesh),
+                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
     const GptModel reference(config(4), mesh.tp());
     const int m = schedule.micro_batches;
     const auto [tokens, targets] = batch(0, 2 * m);
@@ -136,7 +138,8 @@ void check_stage_parameters(const ScheduleOptions& schedule, std::int64_t layers
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = p}, .embedding_group = true});
     const GptConfig c = config(layers);
-    GptPipeline pipeline(c, groups_of(mesh), {.schedule = schedule});
+    GptPipeline pipeline(c, groups_of(mesh),
+                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
     const std::int64_t h = c.hidden, block = 12 * h * h + 13 * h, embedding = c.vocab * h;
     const int r = mesh.coordinates().pp, last = p * schedule.chunks - 1;
     std::int64_t expected = 0;
@@ -200,7 +203,8 @@ void check_data_parallel(const ScheduleOptions& schedule) {
   ASSERT_TRUE(job.ok());
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = p, .dp = d}, .embedding_group = true});
-    GptPipeline pipeline(config(4), groups_of(mesh), {.schedule = schedule});
+    GptPipeline pipeline(config(4), groups_of(mesh),
+                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
     ReducerOptions reducer_options;
     reducer_options.autograd_hooks = false;
     reducer_options.first_bucket_bytes = 256;
