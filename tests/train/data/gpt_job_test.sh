@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train --model gpt under chorusrun (registered by CMakeLists.txt):
 #   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN MODE
-# MODE: tp|dp|sp|tpdp|resume|dropout|refused|cp|pp|ppschedules|ppresume|ppdry|ppkill
+# MODE: tp|dp|sp|tpdp|resume|dropout|refused|cp|pp|ppmix|ppschedules|ppresume|ppdry|ppkill
 # tp / dp: 2 ranks at tp 2 (dp 1) / at tp 1 x dp 2 train a few steps: the loss falls, the
 # periodic validation loss and the final perplexity are printed. sp: tp 2 with and without
 # --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
@@ -29,6 +29,9 @@
 # ppkill: a pp 3 job of three one-rank chorusrun nodes (so no launcher stops the survivors);
 # stage 1's process is killed (SIGKILL) during training: stages 0 and 2 both fail by
 # themselves, well within CHORUS_TIMEOUT (20 s), each with an error naming rank 1.
+# ppmix: pp 2 x cp 2 (4 ranks, 2 micro-batches) gives the per-step losses of one process, and
+# pp 2 with --dropout 0.1 in 2 micro-batches those of one process with the same dropout (the
+# micro-batches draw the whole batch's masks), which differ from the losses without dropout.
 # ppdry: --pp-dry-run prints every rank's row and the verifier's bubble equal to the formula,
 # without a launcher; refuses interleaved with m < p naming the numbers.
 set -euo pipefail
@@ -152,6 +155,24 @@ case "$mode" in
     grep -q "tp 1 x dp 1 x pp 2 (1f1b, blocks 1/1) in 4 micro-batches" "$work/pp2" ||
       fail "not pp 2 in 4 micro-batches"
     same_losses "$work/pp2" "$work/pp1" 1e-5
+    ;;
+  ppmix)
+    common=("${small[@]}" --steps 4 --no-eval --eval-every 0)
+    "$train" "${common[@]}" >"$work/one" || fail "one process exited with $?"
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --pp 2 --cp 2 --micro-batches 2 \
+      >"$work/ppcp" || fail "pp 2 x cp 2 exited with $?"
+    cat "$work/ppcp"
+    grep -q "x cp 2 x dp 1 x pp 2" "$work/ppcp" || fail "not cp 2 x pp 2"
+    same_losses "$work/ppcp" "$work/one" 1e-5
+    "$train" "${common[@]}" --dropout 0.1 >"$work/drop1" || fail "one process exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --dropout 0.1 --pp 2 --micro-batches 2 \
+      >"$work/drop2" || fail "pp 2 with dropout exited with $?"
+    cat "$work/drop1" "$work/drop2"
+    same_losses "$work/drop2" "$work/drop1" 1e-5
+    if paste <(losses "$work/drop1") <(losses "$work/one") | awk '$2 != $4 { d = 1 } END { exit d }'
+    then
+      fail "dropout 0.1 gave the losses of no dropout"
+    fi
     ;;
   ppschedules)
     common=("${small[@]}" --layers 4 --steps 4 --no-eval --eval-every 0)
