@@ -3,9 +3,11 @@
 // Column: y_r = x · W_rᵀ + b_r with W_r the r-th block of rows of W, so the y_r side by side
 // are x · Wᵀ + b. Row: x · Wᵀ = Σ_r x_r · W_rᵀ with W_r the r-th block of columns of W and x_r
 // the matching slice of x's last dimension, so the partial products are summed over the group
-// and the bias, replicated, is added once after the sum.
+// and the bias, replicated, is added once after the sum. Under sequence parallelism the column
+// layer keeps only its s/t input rows for backward (sequence_parallel_linear.hpp).
 #include "deferred_weight.hpp"
 #include "parameters.hpp"
+#include "sequence_parallel_linear.hpp"
 
 #include <chorus/train/autograd.hpp>
 #include <chorus/train/tensor_parallel.hpp>
@@ -29,9 +31,16 @@ ColumnParallelLinear::ColumnParallelLinear(std::int64_t in_features, std::int64_
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) const {
   detail::require_last_dim("ColumnParallelLinear", x, weight_.size(1));
-  const at::Tensor input =
-      detail::column_parallel_input(x, tp_, options_.sequence_parallel, options_.sequence_dim);
-  const at::Tensor y = detail::linear(input, weight_, bias_, deferred_);
+  at::Tensor y;
+  if (options_.sequence_parallel) {
+    // Keeps this rank's s/t input rows only; backward gathers them again.
+    y = detail::sequence_parallel_linear(x, weight_, tp_, options_.sequence_dim, deferred_);
+    if (bias_.defined()) y = y + bias_;
+  } else {
+    const at::Tensor input =
+        detail::column_parallel_input(x, tp_, options_.sequence_parallel, options_.sequence_dim);
+    y = detail::linear(input, weight_, bias_, deferred_);
+  }
   return options_.gather_output ? gather_along_dim(y, tp_, -1) : y;
 }
 

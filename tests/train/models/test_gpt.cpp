@@ -77,11 +77,13 @@ void check_model(bool sp, double dropout = 0, Recompute recompute = Recompute::N
              : LedgerTotals{{{"tp", K::AllReduce}, {blocks + 3, blocks * act + reductions.bytes}}},
           "forward");
       loss.backward();
-      expect_totals(g,
-                    sp ? LedgerTotals{{{"tp", K::AllGather}, times(blocks + again, act)},
-                                      {{"tp", K::ReduceScatter}, times(blocks + again, act)}}
-                       : LedgerTotals{{{"tp", K::AllReduce}, times(blocks + again, act)}},
-                    "backward");
+      expect_totals(
+          g,
+          // Under SP each block's two column-parallel layers gather their input again.
+          sp ? LedgerTotals{{{"tp", K::AllGather}, times(blocks + again + 2 * kLayers, act)},
+                            {{"tp", K::ReduceScatter}, times(blocks + again, act)}}
+             : LedgerTotals{{{"tp", K::AllReduce}, times(blocks + again, act)}},
+          "backward");
       all_reduce_partial_gradients(model.partial_gradient_parameters(), g);
       expect_totals(
           g, sp ? LedgerTotals{{{"tp", K::AllReduce}, times(1, partial_bytes)}} : LedgerTotals{},

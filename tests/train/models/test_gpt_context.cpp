@@ -138,6 +138,8 @@ std::map<std::string, at::Tensor> check_layout(const Layout& layout,
         expect(*totals, mesh.tp(), K::AllGather, blocks, act);
         expect(*totals, mesh.tp(), K::ReduceScatter, blocks, act);
       }
+      // Each block's two column-parallel layers gather their input again in backward.
+      expect(backward, mesh.tp(), K::AllGather, 2 * kLayers, act);
       expect(partial, mesh.tp(), K::AllReduce, 1, partial_bytes);
     } else {
       expect(forward, mesh.tp(), K::AllReduce, blocks, act);

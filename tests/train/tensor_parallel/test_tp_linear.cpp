@@ -131,7 +131,10 @@ void check_mlp(bool sp) {
     expect_ledger(g, fwd, "forward");
     // Under sequence parallelism each rank's loss covers its slice; the total is their sum.
     (y * (sp ? slice(w, n, r, 0) : w)).sum().backward();
+    // fc2's backward gathers the output gradient; fc1's gathers its input again (it kept only
+    // its s/t rows) and reduce-scatters the input gradient.
     const auto bwd = sp ? std::vector{tp_entry(K::AllGather, kActivationBytes),
+                                      tp_entry(K::AllGather, kActivationBytes),
                                       tp_entry(K::ReduceScatter, kActivationBytes)}
                         : std::vector{tp_entry(K::AllReduce, kActivationBytes)};
     expect_ledger(g, bwd, "backward");
