@@ -137,9 +137,9 @@ LaunchInfo read_with(const Variables& env, const Launcher& launcher) {
   info.master_addr = store_host(env, launcher, size);
   info.master_port = store_port(env);
   const long long restart = env.integer("CHORUS_RESTART_COUNT").value_or(0);
-  require_argument(
-      restart >= 0 && restart <= 1'000'000,
-      "CHORUS_RESTART_COUNT must be between 0 and 1000000, got " + std::to_string(restart));
+  require_argument(restart >= 0 && restart <= 1'000'000,
+                   std::string("CHORUS_RESTART_COUNT must be between 0 and 1000000, got ")
+                       .append(std::to_string(restart)));
   info.restart = static_cast<int>(restart);
   return info;
 }

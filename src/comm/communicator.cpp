@@ -119,9 +119,9 @@ void check_label(std::string_view label) {
 
 Communicator Communicator::init(const InitOptions& options) {
   check_shape(options.nranks, options.rank);
-  require_argument(
-      options.restart >= 0,
-      "InitOptions::restart is " + std::to_string(options.restart) + "; expected 0 or more");
+  require_argument(options.restart >= 0, std::string("InitOptions::restart is ")
+                                             .append(std::to_string(options.restart))
+                                             .append("; expected 0 or more"));
   net::HostPort address = net::parse_host_port(options.store_address);
   const Config config = config_for(options);
   set_log_rank(options.rank);
@@ -145,7 +145,8 @@ Communicator Communicator::init(const InitOptions& options) {
   // even when one store outlives several jobs' worth of communicators.
   // A restarted job (InitOptions::restart) counts in a namespace of its own.
   const std::string attempt =
-      options.restart > 0 ? "r" + std::to_string(options.restart) + "/" : std::string();
+      options.restart > 0 ? std::string("r").append(std::to_string(options.restart)).append("/")
+                          : std::string();
   std::int64_t generation = store->add("chorus/init/" + attempt + std::to_string(options.rank), 1);
   std::string name = "chorus/" + attempt + "g" + std::to_string(generation) + "/world";
   return Communicator(connect_comm(
