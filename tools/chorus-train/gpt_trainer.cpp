@@ -189,7 +189,7 @@ class GptTrainer {
     if (mesh_.layout().pp > 1) {
       std::string blocks;
       for (std::int64_t n : pipeline_.layers_per_stage())
-        blocks += (blocks.empty() ? "" : "/") + std::to_string(n);
+        blocks.append(blocks.empty() ? "" : "/").append(std::to_string(n));
       text = " x pp " + std::to_string(mesh_.layout().pp) + " (" + options_.schedule +
              (options_.virtual_stages > 1 ? ", v " + std::to_string(options_.virtual_stages) : "") +
              ", blocks " + blocks + ")";
@@ -352,7 +352,7 @@ std::string pipeline_dry_run(const Options& options) {
   const train::PipelineSchedule schedule = train::make_schedule(so);
   const train::ScheduleReport report = train::verify_schedule(schedule, o.costs);
   std::string text = train::render_timeline(schedule, report) + "blocks per virtual stage:";
-  for (std::int64_t n : blocks) text += " " + std::to_string(n);
+  for (std::int64_t n : blocks) text.append(" ").append(std::to_string(n));
   char line[160];
   std::snprintf(line, sizeof line,
                 "\nbubble %.4f (verifier, F = B = W = 1), formula %.4f; makespan %.0f\n",
