@@ -1,7 +1,7 @@
 // The GPT model at tp 1-4, with and without sequence parallelism, with and without dropout,
 // under each recomputation, against a plain torch implementation of the same model in one
 // process (gpt_reference.hpp; threads as ranks, fp64): the loss, every parameter's gradient
-// reassembled from the shards, three SGD steps, and the ledger's exact count of collectives per
+// reassembled from the shards, five SGD steps, and the ledger's exact count of collectives per
 // forward and backward (PARALLEL.md section 2).
 #include <chorus/train/gpt.hpp>
 
@@ -64,7 +64,7 @@ void check_model(bool sp, double dropout = 0, Recompute recompute = Recompute::N
       partial_bytes += p.numel() * sizeof(double);
     EXPECT_EQ(partial_bytes, sp ? (kSeq * kHidden + kLayers * 6 * kHidden + 2 * kHidden) * 8 : 0);
 
-    for (int step = 0; step < 3; ++step) {
+    for (int step = 0; step < 5; ++step) {
       SCOPED_TRACE("step " + std::to_string(step));
       model.set_step({.step = static_cast<std::uint64_t>(step)});
       const at::Tensor loss = model.loss(tokens(), targets());
