@@ -21,6 +21,7 @@ train="$2"
 mode="$3"
 # shellcheck source=job_helpers.sh
 source "$(dirname "$0")/job_helpers.sh"  # also makes $work, removed on exit
+support="$(cd "$(dirname "$0")/../../support" && pwd)"  # restart_rank.sh, checkpoint_model.sh
 
 check_run() {  # log: exit status already checked; loss fell, replicas equal, metrics printed
   local log="$1"
@@ -36,27 +37,16 @@ case "$mode" in
             --checkpoint-every 20)
     "$run" -n 2 --timeout 200 "$train" "${common[@]}" --checkpoint "$work/a.pt" \
       >"$work/full" || fail "uninterrupted run exited with $?"
-    # Rank 1 of the first run kills itself 0-0.9 s after the first checkpoint appeared.
-    cat >"$work/killer.sh" <<'SCRIPT'
-#!/usr/bin/env bash
-if [ "$RANK" = 1 ] && [ "$CHORUS_RESTART_COUNT" = 0 ]; then
-  (while [ ! -e "$CK" ]; do sleep 0.02; done; sleep "0.$((RANDOM % 10))"; kill -9 $$) &
-fi
-exec "$@"
-SCRIPT
-    chmod +x "$work/killer.sh"
-    CK="$work/b.pt" "$run" -n 2 --timeout 200 --max-restarts 2 "$work/killer.sh" "$train" \
-      "${common[@]}" --checkpoint "$work/b.pt" --resume >"$work/restarted" 2>"$work/err" ||
-      fail "restarted run exited with $?: $(cat "$work/err")"
+    # Rank 1 of the first run kills itself 0-0.09 s after the first checkpoint appeared.
+    CK="$work/b.pt" KILL_RANK=1 "$run" -n 2 --timeout 200 --max-restarts 2 \
+      "$support/restart_rank.sh" "$train" "${common[@]}" --checkpoint "$work/b.pt" --resume \
+      >"$work/restarted" 2>"$work/err" || fail "restarted run exited with $?: $(cat "$work/err")"
     cat "$work/err" "$work/restarted"
     grep -q "rank 1 (pid [0-9]*) was killed by signal 9" "$work/err" || fail "rank 1 was not killed"
     grep -q "restarting the job (restart 1 of 2)" "$work/err" || fail "the job was not restarted"
     grep -q "resumed from" "$work/restarted" || fail "the restarted job did not resume"
-    # The index holds every tensor's shape and a checksum of each piece: the model's pieces
-    # must agree (the saved optimizer state is a torch archive whose bytes vary run to run,
-    # and the file names carry each save's tag), and the data bytes of the model with them.
-    model() { grep -v -e '^tag ' -e '^file ' -e '^checksum ' -e '^piece optimizer' "$1"; }
-    diff <(model "$work/a.pt") <(model "$work/b.pt") ||
+    diff <("$support/checkpoint_model.sh" "$work/a.pt") \
+      <("$support/checkpoint_model.sh" "$work/b.pt") ||
       fail "final parameters differ from the uninterrupted run's"
     ;;
   mlp)

@@ -6,7 +6,9 @@
 
 #include "../tensor_parallel/tp_test_util.hpp"
 
+#include <map>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -53,6 +55,35 @@ inline PipelineGroups groups_of(const Mesh& mesh) {
 inline PipelineOptions options(ScheduleKind kind, int p, int m, int v = 1,
                                std::vector<std::int64_t> layers = {}) {
   return {.schedule = {kind, p, m, v}, .layers_per_stage = std::move(layers), .costs = {}};
+}
+
+/// `schedule`, balanced by parameter count.
+inline PipelineOptions options(const ScheduleOptions& schedule) {
+  return {.schedule = schedule, .layers_per_stage = {}, .costs = {}};
+}
+
+/// The reference model's parameters by logical name.
+inline std::map<std::string, at::Tensor> by_name(const GptModel& reference) {
+  std::map<std::string, at::Tensor> out;
+  for (const GptParameter& q : reference.named_parameters()) out[q.name] = q.tensor;
+  return out;
+}
+
+/// After a step's backward: every pipeline gradient equals the reference's of the same name;
+/// then both take an SGD step.
+inline void expect_gradients_then_step(const GptPipeline& pipeline, const GptModel& reference,
+                                       const std::map<std::string, at::Tensor>& expected) {
+  for (const GptParameter& q : pipeline.named_parameters())
+    tp_test::expect_close(q.tensor.grad(), expected.at(q.name).grad(), q.name + " gradient");
+  sgd_step(pipeline.parameters());
+  sgd_step(reference.parameters());
+}
+
+/// After the last step: every pipeline parameter equals the reference's.
+inline void expect_parameters(const GptPipeline& pipeline,
+                              const std::map<std::string, at::Tensor>& expected) {
+  for (const GptParameter& q : pipeline.named_parameters())
+    tp_test::expect_close(q.tensor.detach(), expected.at(q.name).detach(), q.name);
 }
 
 }  // namespace chorus::train::pp_test

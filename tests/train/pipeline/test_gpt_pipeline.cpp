@@ -35,11 +35,9 @@ void check_equivalence(const ScheduleOptions& schedule, int tp = 1) {
   ASSERT_TRUE(job.ok());
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = p, .tp = tp}, .embedding_group = true});
-    GptPipeline pipeline(config(layers), groups_of(mesh),
-                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
+    GptPipeline pipeline(config(layers), groups_of(mesh), options(schedule));
     const GptModel reference(config(layers), mesh.tp());
-    std::map<std::string, at::Tensor> expected;
-    for (const GptParameter& q : reference.named_parameters()) expected[q.name] = q.tensor;
+    const std::map<std::string, at::Tensor> expected = by_name(reference);
     for (int step = 0; step < kSteps; ++step) {
       SCOPED_TRACE("step " + std::to_string(step));
       const auto [tokens, targets] = batch(step, 2 * m);
@@ -48,13 +46,9 @@ void check_equivalence(const ScheduleOptions& schedule, int tp = 1) {
       reference_loss.backward();
       ASSERT_EQ(loss.defined(), pipeline.holds_loss());
       if (loss.defined()) expect_close(loss, reference_loss, "loss");
-      for (const GptParameter& q : pipeline.named_parameters())
-        expect_close(q.tensor.grad(), expected.at(q.name).grad(), q.name + " gradient");
-      sgd_step(pipeline.parameters());
-      sgd_step(reference.parameters());
+      expect_gradients_then_step(pipeline, reference, expected);
     }
-    for (const GptParameter& q : pipeline.named_parameters())
-      expect_close(q.tensor.detach(), expected.at(q.name).detach(), q.name);
+    expect_parameters(pipeline, expected);
   });
 }
 

@@ -48,8 +48,7 @@ void check_evaluation(const ScheduleOptions& schedule, int tp) {
   ASSERT_TRUE(job.ok());
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = schedule.stages, .tp = tp}, .embedding_group = true});
-    GptPipeline pipeline(config(4), groups_of(mesh),
-                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
+    GptPipeline pipeline(config(4), groups_of(mesh), options(schedule));
     const GptModel reference(config(4), mesh.tp());
     const std::vector<MicroBatch> micro_batches = uneven_micro_batches();
     const at::Tensor loss = pipeline.evaluate(micro_batches);
@@ -82,8 +81,7 @@ void check_norm(const ScheduleOptions& schedule, int tp) {
   ASSERT_TRUE(job.ok());
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = schedule.stages, .tp = tp}, .embedding_group = true});
-    GptPipeline pipeline(config(4), groups_of(mesh),
-                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
+    GptPipeline pipeline(config(4), groups_of(mesh), options(schedule));
     const GptModel reference(config(4), mesh.tp());
     const int m = schedule.micro_batches;
     const auto [tokens, targets] = batch(0, 2 * m);
@@ -138,8 +136,7 @@ void check_stage_parameters(const ScheduleOptions& schedule, std::int64_t layers
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = p}, .embedding_group = true});
     const GptConfig c = config(layers);
-    GptPipeline pipeline(c, groups_of(mesh),
-                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
+    GptPipeline pipeline(c, groups_of(mesh), options(schedule));
     const std::int64_t h = c.hidden, block = 12 * h * h + 13 * h, embedding = c.vocab * h;
     const int r = mesh.coordinates().pp, last = p * schedule.chunks - 1;
     std::int64_t expected = 0;
@@ -203,16 +200,14 @@ void check_data_parallel(const ScheduleOptions& schedule) {
   ASSERT_TRUE(job.ok());
   job.run([&](Communicator& world) {
     const Mesh mesh(world, {.degrees = {.pp = p, .dp = d}, .embedding_group = true});
-    GptPipeline pipeline(config(4), groups_of(mesh),
-                         {.schedule = schedule, .layers_per_stage = {}, .costs = {}});
+    GptPipeline pipeline(config(4), groups_of(mesh), options(schedule));
     ReducerOptions reducer_options;
     reducer_options.autograd_hooks = false;
     reducer_options.first_bucket_bytes = 256;
     reducer_options.bucket_cap_bytes = 2048;
     GradientReducer reducer(pipeline.parameters(), mesh.dp(), reducer_options);
     const GptModel reference(config(4), mesh.tp());
-    std::map<std::string, at::Tensor> expected;
-    for (const GptParameter& q : reference.named_parameters()) expected[q.name] = q.tensor;
+    const std::map<std::string, at::Tensor> expected = by_name(reference);
     const std::int64_t n = 2 * m;  // samples per replica
     for (int step = 0; step < kSteps; ++step) {
       SCOPED_TRACE("step " + std::to_string(step));
@@ -236,13 +231,9 @@ void check_data_parallel(const ScheduleOptions& schedule) {
         expect_close(at::scalar_tensor(value / d, at::kDouble), reference.loss(tokens, targets),
                      "loss");
       }
-      for (const GptParameter& q : pipeline.named_parameters())
-        expect_close(q.tensor.grad(), expected.at(q.name).grad(), q.name + " gradient");
-      sgd_step(pipeline.parameters());
-      sgd_step(reference.parameters());
+      expect_gradients_then_step(pipeline, reference, expected);
     }
-    for (const GptParameter& q : pipeline.named_parameters())
-      expect_close(q.tensor.detach(), expected.at(q.name).detach(), q.name);
+    expect_parameters(pipeline, expected);
     // Every bucket was started by the pipeline's mark_ready, none left for finish_step.
     EXPECT_EQ(reducer.stats().buckets_launched_early,
               static_cast<std::int64_t>(reducer.bucket_assignment().size()) * kSteps);
