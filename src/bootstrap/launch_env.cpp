@@ -9,31 +9,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <vector>
 
 namespace chorus {
 namespace {
 
 constexpr int kDefaultMasterPort = 29500;
-
-/// A launcher's variable names; "" where it has none.
-struct Launcher {
-  const char* source;
-  const char* rank;
-  const char* size;
-  const char* local_rank;
-  const char* local_size;  ///< ranks on this node: equal to size means every rank is local
-  const char* node_count;  ///< nodes in the job: 1 means every rank is local
-  bool assume_local;       ///< no hint at all: treat as one node
-};
-
-constexpr Launcher kTorchrun{"torchrun",         "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                             "LOCAL_WORLD_SIZE", "",     false};
-constexpr Launcher kFallbacks[] = {
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "", "SLURM_NNODES", false},
-    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-     "OMPI_COMM_WORLD_LOCAL_SIZE", "", false},
-    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "", true},
-};
 
 class Variables {
  public:
@@ -72,6 +53,59 @@ class Variables {
   const GetEnv& getenv_;
 };
 
+/// A launcher's variable names; "" where it has none.
+struct Launcher {
+  const char* source;
+  const char* rank;
+  const char* size;
+  const char* local_rank;
+  const char* local_size;  ///< ranks on this node: equal to size means every rank is local
+  const char* node_count;  ///< nodes in the job: 1 means every rank is local
+  bool assume_local;       ///< no hint at all: treat as one node
+  /// The store's host and port from the launcher's own variables, when neither
+  /// CHORUS_STORE_* nor MASTER_* name them (nullptr, or nullopt: the defaults).
+  std::optional<std::string> (*listed_host)(const Variables&);
+  std::optional<int> (*listed_port)(const Variables&);
+};
+
+/// Slurm: the first host of the step's node list (loopback when it is the only one).
+std::optional<std::string> slurm_host(const Variables& env) {
+  for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"}) {
+    auto list = env.text(name);
+    if (!list) continue;
+    std::vector<std::string> hosts;
+    try {
+      hosts = expand_host_list(*list);
+    } catch (const Error& e) {
+      throw Error(Status::InvalidArgument,
+                  std::string(name) + " is not a Slurm host list: " + e.what());
+    }
+    return hosts.size() == 1 ? std::string("127.0.0.1") : hosts.front();
+  }
+  return std::nullopt;
+}
+
+/// Slurm: a port derived from the job and step ids (a batch script has no step: 0).
+std::optional<int> slurm_port(const Variables& env) {
+  auto job = env.integer("SLURM_JOB_ID");
+  if (!job) return std::nullopt;
+  const long long step = env.integer("SLURM_STEP_ID").value_or(0);
+  require_argument(*job >= 0, "SLURM_JOB_ID must not be negative, got " + std::to_string(*job));
+  require_argument(step >= 0, "SLURM_STEP_ID must not be negative, got " + std::to_string(step));
+  return slurm_store_port(static_cast<std::uint64_t>(*job), static_cast<std::uint64_t>(step));
+}
+
+constexpr Launcher kTorchrun{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                             "",         false,  nullptr,      nullptr};
+constexpr Launcher kFallbacks[] = {
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "", "SLURM_NNODES", false,
+     slurm_host, slurm_port},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE", "", false, nullptr, nullptr},
+    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "", true, nullptr,
+     nullptr},
+};
+
 /// Why MASTER_ADDR is needed: the launcher's hints do not show every rank on this node.
 /// "" when they do (so 127.0.0.1 serves).
 std::string why_not_local(const Variables& env, const Launcher& launcher, long long size) {
@@ -94,11 +128,14 @@ std::string why_not_local(const Variables& env, const Launcher& launcher, long l
          hint + "=" + (by_size ? std::to_string(size) : "1") + " says they all run on this one)";
 }
 
-/// CHORUS_STORE_ADDR (chorusrun's store), else MASTER_ADDR, else loopback when every
-/// rank runs on this host.
+/// CHORUS_STORE_ADDR (chorusrun's store), else MASTER_ADDR, else the launcher's node list,
+/// else loopback when every rank runs on this host.
 std::string store_host(const Variables& env, const Launcher& launcher, long long size) {
   if (auto addr = env.text("CHORUS_STORE_ADDR")) return *addr;
   if (auto addr = env.text("MASTER_ADDR")) return *addr;
+  if (launcher.listed_host) {
+    if (auto host = launcher.listed_host(env)) return *host;
+  }
   std::string why = why_not_local(env, launcher, size);
   if (why.empty()) return "127.0.0.1";
   throw Error(Status::InvalidArgument, std::string("MASTER_ADDR is not set and ") + why + " (" +
@@ -107,13 +144,18 @@ std::string store_host(const Variables& env, const Launcher& launcher, long long
 }
 
 /// CHORUS_STORE_PORT (chorusrun's store, apart from the program's MASTER_PORT), else
-/// MASTER_PORT, else torchrun's default.
-int store_port(const Variables& env) {
+/// MASTER_PORT, else the launcher's own, else torchrun's default.
+int store_port(const Variables& env, const Launcher& launcher) {
   const char* name = env.text("CHORUS_STORE_PORT") ? "CHORUS_STORE_PORT" : "MASTER_PORT";
-  long long port = env.integer(name).value_or(kDefaultMasterPort);
-  require_argument(port >= 1 && port <= 65535,
-                   std::string(name) + " must be between 1 and 65535, got " + std::to_string(port));
-  return static_cast<int>(port);
+  std::optional<long long> port = env.integer(name);
+  if (!port && launcher.listed_port) {
+    if (auto listed = launcher.listed_port(env)) return *listed;
+  }
+  port = port.value_or(kDefaultMasterPort);
+  require_argument(
+      *port >= 1 && *port <= 65535,
+      std::string(name) + " must be between 1 and 65535, got " + std::to_string(*port));
+  return static_cast<int>(*port);
 }
 
 LaunchInfo read_with(const Variables& env, const Launcher& launcher) {
@@ -135,7 +177,7 @@ LaunchInfo read_with(const Variables& env, const Launcher& launcher) {
   info.local_rank = static_cast<int>(local_rank);
   info.source = launcher.source;
   info.master_addr = store_host(env, launcher, size);
-  info.master_port = store_port(env);
+  info.master_port = store_port(env, launcher);
   const long long restart = env.integer("CHORUS_RESTART_COUNT").value_or(0);
   require_argument(restart >= 0 && restart <= 1'000'000,
                    std::string("CHORUS_RESTART_COUNT must be between 0 and 1000000, got ")
