@@ -69,41 +69,9 @@ die() {  # die STATUS SENTENCE: one line on stderr, then exit.
 }
 
 # --- cleanup -------------------------------------------------------------------------------
-# Every namespace this script creates is called chorushosts-<its pid>-<role>. remove_all
-# PREFIX stops the processes inside PREFIX's namespaces (SIGTERM, SIGKILL 2 s later), then
-# deletes the namespaces, which takes their veths and bridge with them.
-namespaces_of() { ip netns list 2>/dev/null | awk '{print $1}' | grep "^$1-" || true; }
-
-pids_in() {
-  local ns
-  for ns in $(namespaces_of "$1"); do ip netns pids "$ns" 2>/dev/null; done
-}
-
-remove_all() {
-  local pids
-  pids="$(pids_in "$1")"
-  if [ -n "$pids" ]; then
-    kill -TERM $pids 2>/dev/null
-    for _ in $(seq 20); do
-      pids="$(pids_in "$1")"
-      [ -z "$pids" ] && break
-      sleep 0.1
-    done
-    [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-  fi
-  local ns
-  for ns in $(namespaces_of "$1"); do ip netns del "$ns" 2>/dev/null; done
-}
-
-# Internal: `hosts.sh --reap PID PREFIX [DIR]` waits for PID to end, then removes PREFIX's
-# namespaces and the directory DIR (the watcher, in its own session so that a signal to the
-# caller's process group does not reach it).
-if [ "${1:-}" = "--reap" ]; then
-  while kill -0 "$2" 2>/dev/null; do sleep 0.5; done
-  remove_all "$3"
-  [ -n "${4:-}" ] && rm -rf "$4"
-  exit 0
-fi
+# Every namespace this script creates is called chorushosts-<its pid>-<role> (scripts/netns.sh
+# removes them with every process inside).
+. "$root/scripts/netns.sh"
 
 # --- options -------------------------------------------------------------------------------
 hosts=2
@@ -200,7 +168,7 @@ on_exit() {
   local status=$?
   trap - EXIT INT TERM HUP
   [ -n "$during_pid" ] && kill -TERM -- "-$during_pid" 2>/dev/null
-  remove_all "$prefix"
+  netns_remove_all "$prefix"
   [ "$own_logs" -eq 1 ] && rm -rf "$logs"
   exit "$status"
 }
@@ -210,37 +178,23 @@ trap 'exit 143' TERM
 trap 'exit 129' HUP
 watched_logs=""
 [ "$own_logs" -eq 1 ] && watched_logs="$logs"
-setsid "$0" --reap $$ "$prefix" "$watched_logs" </dev/null >/dev/null 2>&1 &
+netns_watch "$prefix" "$watched_logs"
 
 # --- the network ----------------------------------------------------------------------------
-# A switch namespace holds the bridge; host i's eth0 is one end of a veth pair whose other end,
-# port<i>, is a port of the bridge. Shaping (tbf) applies to both ends' egress.
-run_ip() {
-  "$@" 2>"$logs/ip.err" || die 1 "network setup failed: '$*': $(head -c 300 "$logs/ip.err")"
-}
-
+# Host i's eth0 is joined to the bridge's port<i> (scripts/netns.sh); shaping (tbf) applies to
+# both ends' egress.
 shape() {  # shape NAMESPACE DEVICE
   [ -z "$rate" ] && return 0
-  run_ip tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst_bytes" latency 100ms
+  netns_run tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst_bytes" latency 100ms
 }
 
 add_host_link() {  # add_host_link NAMESPACE INDEX ADDRESS
-  run_ip ip netns add "$1"
-  run_ip ip link add eth0 netns "$1" type veth peer name "port$2" netns "$prefix-switch"
-  run_ip ip -n "$1" addr add "$3/24" dev eth0
-  run_ip ip -n "$1" link set lo up
-  run_ip ip -n "$1" link set eth0 up
-  run_ip ip -n "$prefix-switch" link set "port$2" master br0
-  run_ip ip -n "$prefix-switch" link set "port$2" up
+  netns_add_host "$prefix" "$1" "port$2" "$3"
   shape "$1" eth0
   shape "$prefix-switch" "port$2"
 }
 
-if ! ip netns add "$prefix-switch" 2>"$logs/ip.err"; then
-  die $kSkip "cannot simulate hosts: 'ip netns add' failed: $(head -c 300 "$logs/ip.err")"
-fi
-run_ip ip -n "$prefix-switch" link add br0 type bridge forward_delay 0
-run_ip ip -n "$prefix-switch" link set br0 up
+netns_switch "$prefix"
 host_ns=()
 host_addrs=()
 for ((i = 0; i < hosts; ++i)); do
