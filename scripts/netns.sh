@@ -18,18 +18,20 @@ netns_pids() {
 }
 
 # netns_stop_processes PREFIX: SIGTERM to every process in PREFIX's namespaces, SIGKILL to
-# those still there 2 s later.
+# those still there 2 s later. It waits on the pids it signalled (a scan of every process's
+# namespaces costs tenths of a second on a busy machine), then scans once more for any
+# process started meanwhile.
 netns_stop_processes() {
   local pids
   pids="$(netns_pids "$1")"
   [ -z "$pids" ] && return 0
   kill -TERM $pids 2>/dev/null
   for _ in $(seq 20); do
-    pids="$(netns_pids "$1")"
-    [ -z "$pids" ] && return 0
+    kill -0 $pids 2>/dev/null || break  # true while any of them is left
     sleep 0.1
   done
-  kill -KILL $pids 2>/dev/null
+  pids="$(netns_pids "$1")"
+  [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
   return 0
 }
 
