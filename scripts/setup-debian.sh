@@ -17,7 +17,11 @@ packages=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev
   clang-14 libclang-rt-14-dev
   # hosts simulated in network namespaces (scripts/hosts.sh, tests labelled multihost): ip,
   # tc, ss; unshare and mount (util-linux, mount) are part of every Debian system
-  iproute2)
+  iproute2
+  # a Slurm cluster of simulated hosts (scripts/slurm.sh, tests labelled slurm): slurmctld,
+  # slurmd and the client commands; the script starts its own daemons with its own
+  # configuration, so the system's (unconfigured) Slurm services stay idle
+  slurm-wlm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
