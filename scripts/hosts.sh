@@ -63,11 +63,6 @@ readonly kSubnet=10.77.0
 root="$(cd "$(dirname "$0")/.." && pwd)"
 prefix="chorushosts-$$"
 
-die() {  # die STATUS SENTENCE: one line on stderr, then exit.
-  echo "hosts.sh: $2" >&2
-  exit "$1"
-}
-
 # --- cleanup -------------------------------------------------------------------------------
 # Every namespace this script creates is called chorushosts-<its pid>-<role> (scripts/netns.sh
 # removes them with every process inside).
@@ -85,11 +80,6 @@ logs=""
 quiet=0
 during=""
 jobs=()  # each job as one string of NUL-separated words
-need_value() { [ $# -ge 2 ] || die 2 "$1 needs a value (try --help)"; }
-integer_in() {  # integer_in OPTION VALUE MIN MAX
-  [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] ||
-    die 2 "$1 must be an integer from $3 to $4, got '$2'"
-}
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;

@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # scripts/netns.sh: simulated hosts in network namespaces, shared by scripts/hosts.sh and
-# scripts/slurm.sh, which source it.
+# scripts/slurm.sh, which source it, with their error exit and option checks.
 #
 # Every namespace a script creates is called <prefix>-<role>, with prefix unique to the script's
 # process (e.g. chorushosts-<pid>). The hosts hang off a bridge in <prefix>-switch, each by a
 # veth pair: eth0 in the host, port<name> on the bridge. Nothing touches this machine's own
 # network. `netns.sh --reap PID PREFIX [DIR]` (a watcher started with netns_watch) waits for
 # PID to end, then removes PREFIX's namespaces with every process in them, and DIR.
+
+# die STATUS SENTENCE: one line on stderr, named after the running script, then exit.
+die() {
+  echo "${0##*/}: $2" >&2
+  exit "$1"
+}
+
+# need_value OPTION ARGS...: ends the script (status 2) when OPTION has no value after it.
+need_value() { [ $# -ge 2 ] || die 2 "$1 needs a value (try --help)"; }
+
+# integer_in OPTION VALUE MIN MAX: ends the script (status 2) unless VALUE is an integer in
+# [MIN, MAX].
+integer_in() {
+  [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] ||
+    die 2 "$1 must be an integer from $3 to $4, got '$2'"
+}
 
 # netns_list PREFIX: the namespaces called PREFIX-*.
 netns_list() { ip netns list 2>/dev/null | awk '{print $1}' | grep "^$1-" || true; }
@@ -52,7 +68,7 @@ netns_watch() {
 }
 
 # netns_run CMD...: runs CMD, or ends the script (die 1) quoting CMD and its error output.
-# Needs the caller's die STATUS SENTENCE and its directory $logs.
+# Needs the caller's directory $logs.
 netns_run() {
   "$@" 2>"$logs/ip.err" || die 1 "network setup failed: '$*': $(head -c 300 "$logs/ip.err")"
 }

@@ -45,11 +45,6 @@ readonly kSubnet=10.78.0
 root="$(cd "$(dirname "$0")/.." && pwd)"
 prefix="chorusslurm-$$"
 
-die() {  # die STATUS SENTENCE: one line on stderr, then exit.
-  echo "slurm.sh: $2" >&2
-  exit "$1"
-}
-
 . "$root/scripts/netns.sh"
 
 # --- options -------------------------------------------------------------------------------
@@ -57,11 +52,6 @@ nodes=2
 cpus=2
 timeout_s=600
 keep_logs=""
-need_value() { [ $# -ge 2 ] || die 2 "$1 needs a value (try --help)"; }
-integer_in() {  # integer_in OPTION VALUE MIN MAX
-  [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] ||
-    die 2 "$1 must be an integer from $3 to $4, got '$2'"
-}
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
