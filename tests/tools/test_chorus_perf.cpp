@@ -60,6 +60,31 @@ TEST(ChorusPerf, SharedBuffers) {
   EXPECT_NE(result.out.find("shm_window"), std::string::npos) << result.out;
 }
 
+// Under srun, before joining, Slurm's SLURM_PROCID says which rank speaks for the job: rank 0
+// alone prints the help, and a rank that cannot join names itself.
+TEST(ChorusPerf, SlurmRanksKnowWhoTheyAre) {
+  const std::vector<std::string> no_launcher = {"RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                                "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+  auto run_as = [&](const std::vector<std::string>& slurm, std::vector<std::string> args) {
+    ProcessOptions options;
+    options.env = no_launcher;
+    options.env.insert(options.env.end(), slurm.begin(), slurm.end());
+    args.insert(args.begin(), CHORUS_PERF_PATH);
+    return run_process(args, options);
+  };
+  ProcessResult result = run_as({"SLURM_PROCID=1"}, {"--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.out, "");
+  result = run_as({"SLURM_PROCID=0"}, {"--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.out.find("usage: chorusrun -n N chorus-perf"), std::string::npos) << result.out;
+  result = run_as({"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NNODES=2"}, {"-b", "8", "-e", "8"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("chorus-perf: rank 1: invalid argument: MASTER_ADDR is not set"),
+            std::string::npos)
+      << result.err;
+}
+
 TEST(ChorusPerf, BadRootIsAUsageError) {
   ProcessResult result = perf(2, {"-r", "2", "-b", "8", "-e", "8"}, {});
   EXPECT_NE(result.exit_code, 0);

@@ -22,9 +22,18 @@ namespace {
 constexpr int kUsageExit = 2;
 constexpr std::size_t kHostBytes = 64;
 
-// Before init only the launcher's RANK tells who should speak for the job.
+// Before init only the launcher's rank variable tells who should speak for the job: RANK, else
+// Slurm's, Open MPI's or PMI's (init_from_env's order); nullptr when none is set.
+const char* rank_by_env() {
+  for (const char* name : {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return value;
+  }
+  return nullptr;
+}
+
 bool is_first_rank_by_env() {
-  const char* rank = std::getenv("RANK");
+  const char* rank = rank_by_env();
   return rank == nullptr || std::string(rank) == "0";
 }
 
@@ -98,7 +107,7 @@ int main(int argc, char** argv) {
   try {
     return run(options);
   } catch (const chorus::Error& error) {
-    const char* rank = std::getenv("RANK");
+    const char* rank = rank_by_env();
     std::fprintf(stderr, "chorus-perf: rank %s: %s: %s\n", rank ? rank : "?",
                  std::string(chorus::to_string(error.status())).c_str(), error.what());
     return 1;
