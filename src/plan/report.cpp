@@ -34,6 +34,16 @@ double term(const Prediction& p, const std::string& name) {
   return 0;
 }
 
+/// `text` as a JSON string's contents: quotes and backslashes escaped, control bytes dropped.
+std::string escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out;
+}
+
 void append_json_group(std::ostringstream& out, const GroupTime& g, bool first) {
   out << (first ? "" : ", ") << "\"" << g.group << "\": {\"exposed_s\": " << g.exposed
       << ", \"overlapped_s\": " << g.overlapped << "}";
@@ -86,6 +96,7 @@ std::string explain(const Prediction& best, const Prediction& runner_up) {
         << ms(term(runner_up, name)) << " (" << (saved >= 0 ? "saves " : "costs ")
         << ms(std::fabs(saved)) << ")";
   }
+  if (gap == 0) out << "\n  equal step times: the smaller memory per rank ranks first";
   out << "\n  memory per rank: " << gib(best.memory.total()) << " against "
       << gib(runner_up.memory.total());
   return out.str();
@@ -128,9 +139,9 @@ std::string to_json(const PlanRequest& request, const PlanResult& result, std::s
       limit == 0 ? result.feasible.size() : std::min(limit, result.feasible.size());
   out << "{\"world\": " << request.world() << ", \"hosts\": " << request.hosts
       << ", \"ranks_per_host\": " << request.ranks_per_host << ", \"machine\": \""
-      << request.machine.name << "\", \"candidates\": " << result.candidates
-      << ", \"feasible\": " << result.feasible.size() << ", \"infeasible\": \"" << result.infeasible
-      << "\", \"layouts\": [";
+      << escaped(request.machine.name) << "\", \"candidates\": " << result.candidates
+      << ", \"feasible\": " << result.feasible.size() << ", \"infeasible\": \""
+      << escaped(result.infeasible) << "\", \"layouts\": [";
   for (std::size_t i = 0; i < shown; ++i) {
     const Prediction& p = result.feasible[i];
     const Layout& l = p.layout;
@@ -147,7 +158,7 @@ std::string to_json(const PlanRequest& request, const PlanResult& result, std::s
     out << "}, \"memory_bytes\": {\"parameters\": " << p.memory.parameters
         << ", \"gradients\": " << p.memory.gradients << ", \"optimizer\": " << p.memory.optimizer
         << ", \"activations\": " << p.memory.activations << ", \"total\": " << p.memory.total()
-        << "}, \"command\": \"" << command_line(request, l) << "\"}";
+        << "}, \"command\": \"" << escaped(command_line(request, l)) << "\"}";
   }
   out << "\n]}\n";
   return out.str();
