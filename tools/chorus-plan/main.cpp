@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
       std::cout << plan::to_text(options.request, result, limit);
       if (options.explain && result.feasible.size() >= 2) {
         std::cout << "\n" << plan::explain(result.feasible[0], result.feasible[1]) << "\n";
+      } else if (options.explain && result.feasible.size() == 1) {
+        std::cout << "\nonly one layout is feasible: nothing to compare it with\n";
       }
     }
     if (result.feasible.empty()) {
