@@ -171,3 +171,45 @@ TEST(PlanSearch, InfeasibleRequestsSayWhatBinds) {
 
 }  // namespace
 }  // namespace chorus::plan
+
+namespace chorus::plan {
+namespace {
+
+/// PARALLEL.md section 2's counts per micro-batch, costed call by call.
+TEST(PlanSearch, CollectiveCountsPerGroup) {
+  PlanRequest r = tiny_request(8, 1);
+  r.machine.links.shm = {1e-6, 1e-9};
+  r.machine.links.arena = {1e-6, 1e-9};
+  CollectiveCosts costs(r.machine.links);
+  Layout l;
+  l.tp = 2, l.cp = 2, l.dp = 2, l.micro_batch = 4, l.micro_batches = 1;
+  const double L = 4, act = 4.0 * 8 / 2 * 8 * 4, tokens = 4.0 * 8 / 2 * 4;
+  const GroupShape tp{2, 1}, cp{2, 1};
+  const double cross_entropy = 3 * costs.all_reduce(tokens, tp);
+  Prediction p = predict(r, l, costs);
+  EXPECT_DOUBLE_EQ(p.group_exposed("tp"), (4 * L + 2) * costs.all_reduce(act, tp) + cross_entropy);
+  EXPECT_DOUBLE_EQ(p.group_exposed("cp"),
+                   2 * L * (costs.all_to_all(3 * act / 2, cp) + costs.all_to_all(act / 2, cp)));
+  l.sequence_parallel = true;
+  p = predict(r, l, costs);
+  EXPECT_DOUBLE_EQ(p.group_exposed("tp"), (6 * L + 2) * costs.all_gather(act, tp) +
+                                              (4 * L + 2) * costs.reduce_scatter(act, tp) +
+                                              cross_entropy);
+  l.recompute = Recompute::Full;  // the blocks' forward collectives again
+  p = predict(r, l, costs);
+  EXPECT_DOUBLE_EQ(p.group_exposed("tp"), (8 * L + 2) * costs.all_gather(act, tp) +
+                                              (6 * L + 2) * costs.reduce_scatter(act, tp) +
+                                              cross_entropy);
+  EXPECT_DOUBLE_EQ(p.group_exposed("cp"),
+                   3 * L * (costs.all_to_all(3 * act / 2, cp) + costs.all_to_all(act / 2, cp)));
+  Layout pipe;
+  pipe.pp = 2, pipe.dp = 4, pipe.micro_batch = 1, pipe.micro_batches = 2;
+  pipe.schedule = Schedule::Interleaved, pipe.virtual_stages = 2;
+  const double boundary = 1.0 * 8 * 8 * 4;
+  EXPECT_DOUBLE_EQ(predict(r, pipe, costs).group_exposed("pp"),
+                   2 * 2 * 2 * costs.send(boundary, false));
+  EXPECT_GT(predict(r, pipe, costs).group_exposed("embedding"), 0);
+}
+
+}  // namespace
+}  // namespace chorus::plan
