@@ -37,6 +37,9 @@ void expect_fast_plan(const PlanRequest& r) {
 TEST(PlanScale, Gpt7bAnd70bOn16384RanksWithin10Seconds) {
   expect_fast_plan(paper_request(36, 4096, 32, 2048));  // Megatron's 7.5B
   expect_fast_plan(paper_request(86, 8192, 64, 2048));  // 70B: 12 * 8192^2 * 86 + embeddings
+  PlanRequest moe = paper_request(32, 4096, 32, 2048);  // 64 experts, top-2: ep in the search
+  moe.model.experts = 64, moe.model.top_k = 2;
+  expect_fast_plan(moe);
 }
 
 /// One row of Table 1 of arXiv 2104.04473.
