@@ -21,6 +21,10 @@ struct PlanRequest {
   int hosts = 1;
   double memory_budget = 0;  ///< bytes per rank; 0: the machine's memory_bytes (0: no limit)
   Machine machine;
+  /// Pipeline messages of a tp > 1 stage without SP sent as 1/tp shards, one per tp rank, and
+  /// all-gathered over tp on arrival (Megatron-LM's scatter/gather, arXiv 2104.04473 section
+  /// 4.1); false: every tp rank sends the whole boundary, as chorus-train's pipeline does.
+  bool pipeline_scatter_gather = false;
   int world() const { return ranks_per_host * hosts; }
   double budget() const { return memory_budget > 0 ? memory_budget : machine.memory_bytes; }
 };

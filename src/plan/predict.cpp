@@ -57,6 +57,15 @@ double tp_time(const PlanRequest& r, const Layout& l, const Groups& g, Collectiv
   return gathers * c.all_gather(act, g.tp) + scatters * c.reduce_scatter(act, g.tp) + cross_entropy;
 }
 
+/// One pipeline message of `boundary` bytes (a stage's activation, or its gradient) between
+/// the tp groups of consecutive stages.
+double pipeline_message(const PlanRequest& r, const Layout& l, const Groups& g, double boundary,
+                        CollectiveCosts& c) {
+  if (!r.pipeline_scatter_gather || l.tp == 1 || l.sequence_parallel)
+    return c.send(boundary, g.pp_across_hosts);
+  return c.send(boundary / l.tp, g.pp_across_hosts) + c.all_gather(boundary, g.tp);
+}
+
 MicroBatch micro_batch(const PlanRequest& r, const Layout& l, const Groups& g, CollectiveCosts& c) {
   const ModelConfig& m = r.model;
   const Machine& machine = r.machine;
@@ -81,7 +90,7 @@ MicroBatch micro_batch(const PlanRequest& r, const Layout& l, const Groups& g, C
   }
   if (l.pp > 1) {
     const double boundary = l.sequence_parallel ? act / l.tp : act;
-    mb.pp = 2 * l.virtual_stages * c.send(boundary, g.pp_across_hosts);
+    mb.pp = 2 * l.virtual_stages * pipeline_message(r, l, g, boundary, c);
   }
   return mb;
 }

@@ -69,7 +69,7 @@ constexpr PaperRow kTable1[] = {
 };
 
 /// The paper's layout of a row: full recomputation of every block, Megatron's dropout (0.1)
-/// on, the script's micro-batch size (m = B / (b * dp)) and interleaved chunks.
+/// and scatter/gather on, the script's micro-batch size (m = B / (b * dp)) and interleaved chunks.
 std::pair<PlanRequest, Layout> paper_layout(const PaperRow& row, double efficiency) {
   PlanRequest r;
   r.model.layers = row.layers, r.model.hidden = row.hidden, r.model.heads = row.heads;
@@ -78,6 +78,7 @@ std::pair<PlanRequest, Layout> paper_layout(const PaperRow& row, double efficien
   r.ranks_per_host = 8, r.hosts = row.gpus / 8;
   r.machine = load_machine_profile(CHORUS_PLAN_PROFILES "/a100-selene.profile");
   r.machine.efficiency = efficiency;
+  r.pipeline_scatter_gather = true;  // on by default in Megatron-LM
   Layout l;
   l.tp = row.tp, l.pp = row.pp, l.dp = row.gpus / (row.tp * row.pp);
   l.recompute = Recompute::Full;

@@ -211,5 +211,28 @@ TEST(PlanSearch, CollectiveCountsPerGroup) {
   EXPECT_GT(predict(r, pipe, costs).group_exposed("embedding"), 0);
 }
 
+/// Megatron's scatter/gather: a tp 4 stage's boundary crosses hosts as four 1/4 shards, one
+/// per tp rank in parallel, and is all-gathered over tp (NVLink) on arrival.
+TEST(PlanSearch, PipelineScatterGather) {
+  PlanRequest r = tiny_request(4, 2);
+  r.machine.links.tcp = {0, 1e-9};  // 1 GB/s between hosts, free inside a host
+  CollectiveCosts costs(r.machine.links);
+  Layout l;
+  l.tp = 4, l.pp = 2, l.micro_batch = 2, l.micro_batches = 8;
+  const double boundary = 2.0 * 8 * 8 * 4;  // b s h fp32: 512 bytes
+  // 2 messages (activation, gradient) per micro-batch, 8 micro-batches, 1 ns a byte.
+  EXPECT_DOUBLE_EQ(predict(r, l, costs).group_exposed("pp"), 8 * 2 * 512e-9);
+  r.pipeline_scatter_gather = true;
+  EXPECT_DOUBLE_EQ(boundary, 512);
+  EXPECT_DOUBLE_EQ(predict(r, l, costs).group_exposed("pp"), 8 * 2 * 128e-9);
+  r.machine.links.shm = {1e-6, 0}, r.machine.links.arena = {1e-6, 0};  // the gather costs too
+  CollectiveCosts nvlink(r.machine.links);
+  EXPECT_DOUBLE_EQ(predict(r, l, nvlink).group_exposed("pp"),
+                   8 * 2 * (128e-9 + nvlink.all_gather(boundary, {4, 1})));
+  EXPECT_GT(nvlink.all_gather(boundary, {4, 1}), 0);
+  l.sequence_parallel = true;  // the boundary is already a 1/tp shard: sent as it is
+  EXPECT_DOUBLE_EQ(predict(r, l, nvlink).group_exposed("pp"), 8 * 2 * 128e-9);
+}
+
 }  // namespace
 }  // namespace chorus::plan
