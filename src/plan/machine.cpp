@@ -40,6 +40,11 @@ double Machine::backward_flops_per_second() const {
   return backward_rate > 0 ? backward_rate : peak_flops * efficiency;
 }
 
+double Machine::memory_seconds(double bytes) const {
+  if (memory_bandwidth <= 0 || forward_rate > 0 || backward_rate > 0) return 0;
+  return bytes / memory_bandwidth;
+}
+
 Machine read_machine_profile(std::istream& in, std::string_view source) {
   Machine machine;
   std::ostringstream tuning_lines;  // planner lines blanked, so line numbers stay right
@@ -66,6 +71,8 @@ Machine read_machine_profile(std::istream& in, std::string_view source) {
     } else if (key == "efficiency") {
       machine.efficiency = positive_number(where, key, value);
       require_argument(machine.efficiency <= 1, where + ": efficiency " + value + " is above 1");
+    } else if (key == "memory_gb_per_s") {
+      machine.memory_bandwidth = positive_number(where, key, value) * 1e9;
     } else if (key == "memory_gib") {
       machine.memory_bytes = positive_number(where, key, value) * 1024.0 * 1024 * 1024;
     } else {

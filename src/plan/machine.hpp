@@ -21,16 +21,22 @@ struct Machine {
   /// peak_flops * efficiency.
   double forward_rate = 0;
   double backward_rate = 0;
+  /// Bytes per second of the rank's memory (HBM) for the element-wise kernels
+  /// (block_memory_traffic); 0: their time is not modelled apart from the FLOP rate.
+  double memory_bandwidth = 0;
   algorithms::CostParameters links = algorithms::CostParameters::defaults();
   Precision precision = Precision::fp32();
   double memory_bytes = 0;  ///< per rank; 0: not given
 
   double forward_flops_per_second() const;
   double backward_flops_per_second() const;
+  /// Seconds of `bytes` of element-wise memory traffic: 0 without a memory bandwidth, and 0
+  /// with measured rates (a compute profile's times include the element-wise kernels).
+  double memory_seconds(double bytes) const;
 };
 
 /// A machine profile: '#' comments and "key value" lines. Planner keys: name, peak_tflops,
-/// efficiency, memory_gib, precision (fp32|bf16); every other key is a tuning key
+/// efficiency, memory_gib, memory_gb_per_s, precision (fp32|bf16); every other key is a tuning key
 /// (read_tuning). Throws Error(InvalidArgument) naming the line for anything else.
 Machine read_machine_profile(std::istream& in, std::string_view source);
 Machine load_machine_profile(const std::string& path);

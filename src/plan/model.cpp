@@ -127,6 +127,31 @@ double head_forward_flops(const ModelConfig& model, const Layout& layout) {
   return 2 * tokens * d(model.hidden) * d(model.vocab) / layout.tp;
 }
 
+MemoryTraffic block_memory_traffic(const ModelConfig& model, const Layout& layout,
+                                   const Precision& precision) {
+  const double B = precision.activation, M = model.dropout ? precision.mask : 0;
+  const double drop = model.dropout ? 1 : 0, b = d(layout.micro_batch);
+  // Replicated rows of h (split by SP only). Forward: 2 LayerNorms read and write (2B each),
+  // 2 residual adds read two and write one (3B each) and write their dropout masks (M).
+  // Backward: a LayerNorm reads the gradient and its input and writes a gradient (3B); a
+  // residual dropout reads the gradient and the mask and writes one (2B + M).
+  const double hidden = replicated_rows(model, layout) * b * d(model.hidden);
+  // The MLP's inner rows, split over tp: bias + GELU (2B forward, 3B backward).
+  const double inner = d(model.seq) / layout.cp * b * d(model.ffn_size()) / layout.tp;
+  // The rank's attention matrices: q.k^T writes them, the softmax reads and writes, .v reads
+  // (4B); dropout reads, writes and keeps a mask (2B + M). Backward: written by the product
+  // with v, the softmax reads two and writes one, both products read the gradient (6B);
+  // dropout reads the gradient and mask and writes one (2B + M).
+  const double attention =
+      d(model.heads) / (layout.tp * layout.cp) * b * d(model.seq) * d(model.seq);
+  MemoryTraffic traffic;
+  traffic.attention_forward = attention * (4 * B + drop * (2 * B + M));
+  traffic.forward = hidden * (10 * B + 2 * M) + inner * 2 * B + traffic.attention_forward;
+  traffic.backward = hidden * (6 * B + drop * 2 * (2 * B + M)) + inner * 3 * B +
+                     attention * (6 * B + drop * (2 * B + M));
+  return traffic;
+}
+
 double block_activation_bytes(const ModelConfig& model, const Layout& layout,
                               const Precision& precision) {
   const double h = d(model.hidden), b = d(layout.micro_batch), t = layout.tp;

@@ -84,6 +84,18 @@ double attention_core_flops(const ModelConfig& model, const Layout& layout);
 /// Forward FLOPs of the logits (tied LM head) for one micro-batch on one rank.
 double head_forward_flops(const ModelConfig& model, const Layout& layout);
 
+/// Bytes one block's element-wise kernels read and write in memory for one micro-batch on one
+/// rank (docs/planner.md, "Memory traffic"): the LayerNorms, the residual adds (with their
+/// dropout), the MLP's bias and GELU, and the attention matrix between q.k^T and .v (written,
+/// softmax, dropout, read). The matrix products' own operands are not counted.
+struct MemoryTraffic {
+  double forward = 0;
+  double backward = 0;
+  double attention_forward = 0;  ///< the attention matrix's share of `forward`
+};
+MemoryTraffic block_memory_traffic(const ModelConfig& model, const Layout& layout,
+                                   const Precision& precision);
+
 /// Bytes one block keeps for backward for one micro-batch, without recomputation.
 double block_activation_bytes(const ModelConfig& model, const Layout& layout,
                               const Precision& precision);

@@ -74,10 +74,17 @@ MicroBatch micro_batch(const PlanRequest& r, const Layout& l, const Groups& g, C
   MicroBatch mb;
   mb.forward = (blocks * block + head) / machine.forward_flops_per_second();
   mb.backward = 2 * (blocks * block + head) / machine.backward_flops_per_second();
-  if (l.recompute == Recompute::Selective)
-    mb.backward += blocks * attention_core_flops(m, l) / machine.forward_flops_per_second();
-  if (l.recompute == Recompute::Full)
-    mb.backward += blocks * block / machine.forward_flops_per_second();
+  const MemoryTraffic traffic = block_memory_traffic(m, l, machine.precision);
+  mb.forward += blocks * machine.memory_seconds(traffic.forward);
+  mb.backward += blocks * machine.memory_seconds(traffic.backward);
+  if (l.recompute == Recompute::Selective) {
+    mb.backward += blocks * (attention_core_flops(m, l) / machine.forward_flops_per_second() +
+                             machine.memory_seconds(traffic.attention_forward));
+  }
+  if (l.recompute == Recompute::Full) {
+    mb.backward += blocks * (block / machine.forward_flops_per_second() +
+                             machine.memory_seconds(traffic.forward));
+  }
   const double passes = l.recompute == Recompute::Full ? 3 : 2;  // forward, backward, again
   const double act =
       d(l.micro_batch) * d(m.seq) / l.cp * d(m.hidden) * machine.precision.activation;

@@ -42,6 +42,26 @@ TEST(PlanModel, Flops) {
   EXPECT_EQ(head_forward_flops(tiny(), layout(1)), 2 * 4 * 8 * 16);
 }
 
+TEST(PlanModel, ElementWiseMemoryTraffic) {
+  // Tiny GPT, b 1: 4 rows of h 8 (32 elements), 4 rows of ffn 32 (128), attention 2 x 4 x 4 (32).
+  const Precision p = Precision::bf16();  // B 2, M 1
+  MemoryTraffic t = block_memory_traffic(tiny(), layout(1), p);
+  // Without dropout: rows 10B, inner 2B, attention 4B forward; 6B, 3B, 6B backward.
+  EXPECT_DOUBLE_EQ(t.forward, 32 * 20 + 128 * 4 + 32 * 8);
+  EXPECT_DOUBLE_EQ(t.backward, 32 * 12 + 128 * 6 + 32 * 12);
+  EXPECT_DOUBLE_EQ(t.attention_forward, 32 * 8);
+  ModelConfig dropout = tiny();
+  dropout.dropout = true;
+  t = block_memory_traffic(dropout, layout(2), p);
+  // tp 2: inner 64, attention 16; dropout adds 2M to the rows' forward and 2(2B + M) to their
+  // backward, 2B + M to the attention's each way.
+  EXPECT_DOUBLE_EQ(t.forward, 32 * 22 + 64 * 4 + 16 * 13);
+  EXPECT_DOUBLE_EQ(t.backward, 32 * 22 + 64 * 6 + 16 * 17);
+  EXPECT_DOUBLE_EQ(t.attention_forward, 16 * 13);
+  t = block_memory_traffic(dropout, layout(2, true), p);  // SP splits the rows too
+  EXPECT_DOUBLE_EQ(t.forward, 16 * 22 + 64 * 4 + 16 * 13);
+}
+
 /// bench/gpt/activation_memory.py's activation_formula, which a test finds exact to the byte.
 double python_formula(double s, double b, double h, double a, double t, bool sp, double u) {
   const double r = s / u, rbh = r * b * h, attention = (a / (t * u)) * b * s * s;

@@ -138,9 +138,9 @@ TEST(PlanScale, MegatronWeakScalingCheck) {
         share(p.group_exposed("pp")), share(p.group_exposed("dp")));
   }
   EXPECT_NEAR(predicted_teraflops(kTable1[0], efficiency), 137, 0.01);
-  // One efficiency for every size: the paper's larger matrix products run more efficiently,
-  // which a constant cannot follow (docs/planner.md states each row's error: -31% at worst).
-  EXPECT_LT(worst, 0.35);
+  // One efficiency of the matrix products for every size, the element-wise kernels at the HBM
+  // bandwidth (docs/planner.md states each row's error and what is left: -13% at worst).
+  EXPECT_LT(worst, 0.15);
 }
 
 }  // namespace

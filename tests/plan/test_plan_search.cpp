@@ -80,6 +80,33 @@ TEST(PlanSearch, StepTermsOnFreeLinks) {
                    4 * (3 * forward + 2 * block_forward_flops(r.model, l) / r.machine.peak_flops));
 }
 
+/// The element-wise kernels' bytes at the memory bandwidth, added to the matrix products'
+/// time, the forward's again under full recomputation; not with measured rates.
+TEST(PlanSearch, ElementWiseTrafficAtTheMemoryBandwidth) {
+  PlanRequest r = tiny_request(2, 1);
+  r.machine.memory_bandwidth = 1e6;
+  CollectiveCosts costs(r.machine.links);
+  Layout l;
+  l.pp = 2, l.micro_batches = 4, l.micro_batch = 2;
+  const double flops =
+      3 * (2 * block_forward_flops(r.model, l) + head_forward_flops(r.model, l)) / 1e9;
+  const MemoryTraffic t = block_memory_traffic(r.model, l, r.machine.precision);
+  EXPECT_GT(t.forward, 0);
+  EXPECT_DOUBLE_EQ(predict(r, l, costs).compute_seconds,
+                   4 * (flops + 2 * (t.forward + t.backward) / 1e6));
+  l.recompute = Recompute::Full;
+  EXPECT_DOUBLE_EQ(predict(r, l, costs).compute_seconds,
+                   4 * (flops + 2 * block_forward_flops(r.model, l) / 1e9 +
+                        2 * (2 * t.forward + t.backward) / 1e6));
+  l.recompute = Recompute::Selective;
+  EXPECT_DOUBLE_EQ(predict(r, l, costs).compute_seconds,
+                   4 * (flops + 2 * attention_core_flops(r.model, l) / 1e9 +
+                        2 * (t.forward + t.attention_forward + t.backward) / 1e6));
+  r.machine.forward_rate = r.machine.backward_rate = 1e9;  // a compute profile's times
+  l.recompute = Recompute::None;
+  EXPECT_DOUBLE_EQ(predict(r, l, costs).compute_seconds, 4 * flops);
+}
+
 TEST(PlanSearch, ZeroMemoryFollowsTheFormulas) {
   PlanRequest r = tiny_request(4, 1);
   CollectiveCosts costs(r.machine.links);

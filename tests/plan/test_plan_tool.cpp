@@ -84,15 +84,18 @@ TEST(PlanTool, BadOptionsNameTheValue) {
 }
 
 TEST(PlanTool, MachineProfile) {
-  const std::string good = write("good.profile",
-                                 "# a machine\nname lab\nprecision bf16\npeak_tflops 2\n"
-                                 "efficiency 0.25\nmemory_gib 1\nshm.alpha_us 3\n"
-                                 "tcp.beta_ns_per_byte 0.5  # measured\n");
+  const std::string good =
+      write("good.profile",
+            "# a machine\nname lab\nprecision bf16\npeak_tflops 2\n"
+            "efficiency 0.25\nmemory_gib 1\nmemory_gb_per_s 4\nshm.alpha_us 3\n"
+            "tcp.beta_ns_per_byte 0.5  # measured\n");
   const Machine m = load_machine_profile(good);
   EXPECT_EQ(m.name, "lab");
   EXPECT_EQ(m.precision.optimizer, 12);
   EXPECT_DOUBLE_EQ(m.forward_flops_per_second(), 0.5e12);
   EXPECT_DOUBLE_EQ(m.memory_bytes, 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(m.memory_bandwidth, 4e9);
+  EXPECT_DOUBLE_EQ(m.memory_seconds(8e9), 2);
   EXPECT_DOUBLE_EQ(m.links.shm.alpha, 3e-6);
   EXPECT_DOUBLE_EQ(m.links.tcp.beta, 0.5e-9);
   EXPECT_EQ(m.links.arena, algorithms::CostParameters::defaults().arena);

@@ -175,7 +175,8 @@ Batch and world:
   --memory-gib G         memory budget per rank      [the machine's; else none]
 Machine (docs/planner.md, "Machine profiles"):
   --machine FILE         machine profile: peak_tflops, efficiency, memory_gib,
-                         precision and the links (shm.* inside a host, tcp.* between)
+                         memory_gb_per_s, precision and the links (shm.* inside a
+                         host, tcp.* between)
   --tuning FILE          links from a tuning file (chorus-perf --tune, CHORUS_TUNING_FILE)
   --compute-profile FILE measured per-layer forward/backward times
   --tflops X --efficiency E --precision fp32|bf16      override the profile's

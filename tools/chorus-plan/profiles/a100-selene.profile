@@ -4,8 +4,9 @@
 name a100-selene
 precision bf16
 peak_tflops 312          # A100 bf16 dense peak
-efficiency 1             # fitted by the Megatron check (docs/planner.md), 0.5 < e < 1
+efficiency 1             # of the matrix products: fitted by the Megatron check (docs/planner.md)
 memory_gib 80
+memory_gb_per_s 2039     # A100 80GB SXM HBM2e: element-wise kernels
 shm.alpha_us 5           # NVLink: latency of one NCCL step (assumed)
 shm.beta_ns_per_byte 0.00333333  # 300 GB/s per direction per GPU
 arena.alpha_us 5

@@ -6,6 +6,7 @@ precision bf16
 peak_tflops 989          # H100 SXM bf16 dense peak
 efficiency 0.45
 memory_gib 80
+memory_gb_per_s 3350     # H100 SXM HBM3: element-wise kernels
 shm.alpha_us 5
 shm.beta_ns_per_byte 0.00222222  # 450 GB/s
 arena.alpha_us 5
