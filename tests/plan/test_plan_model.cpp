@@ -42,6 +42,23 @@ TEST(PlanModel, Flops) {
   EXPECT_EQ(head_forward_flops(tiny(), layout(1)), 2 * 4 * 8 * 16);
 }
 
+/// arXiv 2104.04473's FLOP count per step (its equation 3): full recomputation runs each
+/// block's forward twice (4 passes with the backward's 2), the logits 3 passes. The planner's
+/// per-micro-batch FLOPs under full recomputation sum to the same.
+TEST(PlanModel, FlopsAreThePapersUnderFullRecomputation) {
+  ModelConfig m;  // the paper's 1.7B GPT
+  m.layers = 24, m.hidden = 2304, m.heads = 24, m.vocab = 51200, m.seq = 2048;
+  Layout l = layout(1);
+  l.micro_batch = 16, l.recompute = Recompute::Full;
+  const double b = 16, s = 2048, L = 24, h = 2304, V = 51200;
+  const double paper = 96 * b * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
+  const double planner = L * 4 * block_forward_flops(m, l) + 3 * head_forward_flops(m, l);
+  EXPECT_NEAR(planner / paper, 1, 1e-12);
+  l.tp = 8;  // tp splits every term
+  EXPECT_NEAR(8 * (L * 4 * block_forward_flops(m, l) + 3 * head_forward_flops(m, l)) / paper, 1,
+              1e-12);
+}
+
 TEST(PlanModel, ElementWiseMemoryTraffic) {
   // Tiny GPT, b 1: 4 rows of h 8 (32 elements), 4 rows of ffn 32 (128), attention 2 x 4 x 4 (32).
   const Precision p = Precision::bf16();  // B 2, M 1
