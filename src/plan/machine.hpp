@@ -1,0 +1,54 @@
+// The machine a plan is made for: compute rate per rank, links, precision, memory
+// (docs/planner.md, "Machine profiles"). Read from text files: a machine profile (planner keys
+// plus the cost model's tuning keys, shm.* = inside a host, tcp.* = between hosts), a tuning
+// file as `chorus-perf --tune` writes it, and a compute profile of measured per-layer times.
+#pragma once
+
+#include "algorithms/cost_model.hpp"
+#include "plan/model.hpp"
+
+#include <istream>
+#include <string>
+#include <string_view>
+
+namespace chorus::plan {
+
+struct Machine {
+  std::string name = "unnamed";
+  double peak_flops = 0;  ///< per rank, FLOP/s
+  double efficiency = 1;  ///< fraction of the peak the model's matrix products reach
+  /// Measured rates (FLOP/s of the planner's FLOP count) from a compute profile; 0: use
+  /// peak_flops * efficiency.
+  double forward_rate = 0;
+  double backward_rate = 0;
+  /// Bytes per second of the rank's memory (HBM) for the element-wise kernels
+  /// (block_memory_traffic); 0: their time is not modelled apart from the FLOP rate.
+  double memory_bandwidth = 0;
+  algorithms::CostParameters links = algorithms::CostParameters::defaults();
+  Precision precision = Precision::fp32();
+  double memory_bytes = 0;  ///< per rank; 0: not given
+
+  double forward_flops_per_second() const;
+  double backward_flops_per_second() const;
+  /// Seconds of `bytes` of element-wise memory traffic: 0 without a memory bandwidth, and 0
+  /// with measured rates (a compute profile's times include the element-wise kernels).
+  double memory_seconds(double bytes) const;
+};
+
+/// A machine profile: '#' comments and "key value" lines. Planner keys: name, peak_tflops,
+/// efficiency, memory_gib, memory_gb_per_s, precision (fp32|bf16); every other key is a tuning key
+/// (read_tuning). Throws Error(InvalidArgument) naming the line for anything else.
+Machine read_machine_profile(std::istream& in, std::string_view source);
+Machine load_machine_profile(const std::string& path);
+
+/// Replaces the links by a tuning file's (CHORUS_TUNING_FILE's format).
+void load_tuning(Machine& machine, const std::string& path);
+
+/// A compute profile: "key value" lines hidden, heads, seq, micro_batch, tp (the layout the
+/// times were measured at; tp defaults to 1), layer_forward_ms, layer_backward_ms (one
+/// dense block's times). Sets the machine's measured rates: the planner's FLOPs of that block
+/// divided by the times. Throws Error(InvalidArgument) naming what is missing or bad.
+void read_compute_profile(Machine& machine, std::istream& in, std::string_view source);
+void load_compute_profile(Machine& machine, const std::string& path);
+
+}  // namespace chorus::plan

@@ -1,0 +1,145 @@
+// chorus-plan's command line, the profile readers, the JSON and the explanation.
+#include "options.hpp"
+#include "plan/planner.hpp"
+
+#include <chorus/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace chorus::plan {
+namespace {
+
+plan_tool::Options parse(std::vector<std::string> words) {
+  words.insert(words.begin(), "chorus-plan");
+  std::vector<const char*> argv;
+  for (const std::string& w : words) argv.push_back(w.c_str());
+  return plan_tool::parse_options(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string refusal(std::vector<std::string> words) {
+  try {
+    parse(std::move(words));
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(PlanTool, OptionsReachTheRequest) {
+  const plan_tool::Options o = parse({"--layers",  "8",
+                                      "--hidden",  "96",
+                                      "--heads",   "6",
+                                      "--vocab",   "100",
+                                      "--seq-len", "32",
+                                      "--ffn",     "200",
+                                      "--experts", "4",
+                                      "--top-k",   "2",
+                                      "--dropout", "--global-batch",
+                                      "64",        "--micro-batch",
+                                      "2",         "--ranks-per-host",
+                                      "4",         "--hosts",
+                                      "3",         "--memory-gib",
+                                      "2",         "--tflops",
+                                      "5",         "--efficiency",
+                                      "0.5",       "--precision",
+                                      "bf16",      "--top",
+                                      "3",         "--json",
+                                      "--explain"});
+  const PlanRequest& r = o.request;
+  EXPECT_EQ(r.model.layers, 8);
+  EXPECT_EQ(r.model.ffn_size(), 200);
+  EXPECT_EQ(r.model.experts, 4);
+  EXPECT_EQ(r.model.top_k, 2);
+  EXPECT_TRUE(r.model.dropout);
+  EXPECT_EQ(r.world(), 12);
+  EXPECT_EQ(r.micro_batch, 2);
+  EXPECT_DOUBLE_EQ(r.budget(), 2.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(r.machine.forward_flops_per_second(), 2.5e12);
+  EXPECT_EQ(r.machine.precision.name, "bf16");
+  EXPECT_EQ(o.top, 3u);
+  EXPECT_TRUE(o.json && o.explain);
+}
+
+TEST(PlanTool, BadOptionsNameTheValue) {
+  EXPECT_EQ(refusal({"--layers", "0"}),
+            "--layers '0' is not valid: must be an integer from 1 to 100000");
+  EXPECT_EQ(refusal({"--tflops", "-1"}), "--tflops '-1' is not valid: must be a number > 0");
+  EXPECT_EQ(refusal({"--efficiency", "1.5"}), "--efficiency '1.5' is not valid: must be at most 1");
+  EXPECT_EQ(refusal({"--precision", "fp8"}), "--precision 'fp8' is not valid: expected fp32|bf16");
+  EXPECT_EQ(refusal({"--top-k", "2"}), "--top-k '2' is not valid: needs --experts");
+  EXPECT_EQ(refusal({"--frobnicate"}), "option '--frobnicate' is not valid: unknown (see --help)");
+  EXPECT_EQ(refusal({"--hosts"}), "--hosts '' is not valid: the option needs a value");
+  EXPECT_EQ(refusal({"--machine", "/nonexistent/m"}),
+            "machine profile '/nonexistent/m' cannot be read");
+}
+
+TEST(PlanTool, MachineProfile) {
+  const std::string good =
+      write("good.profile",
+            "# a machine\nname lab\nprecision bf16\npeak_tflops 2\n"
+            "efficiency 0.25\nmemory_gib 1\nmemory_gb_per_s 4\nshm.alpha_us 3\n"
+            "tcp.beta_ns_per_byte 0.5  # measured\n");
+  const Machine m = load_machine_profile(good);
+  EXPECT_EQ(m.name, "lab");
+  EXPECT_EQ(m.precision.optimizer, 12);
+  EXPECT_DOUBLE_EQ(m.forward_flops_per_second(), 0.5e12);
+  EXPECT_DOUBLE_EQ(m.memory_bytes, 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(m.memory_bandwidth, 4e9);
+  EXPECT_DOUBLE_EQ(m.memory_seconds(8e9), 2);
+  EXPECT_DOUBLE_EQ(m.links.shm.alpha, 3e-6);
+  EXPECT_DOUBLE_EQ(m.links.tcp.beta, 0.5e-9);
+  EXPECT_EQ(m.links.arena, algorithms::CostParameters::defaults().arena);
+  const std::string bad = write("bad.profile", "name lab\n\nwarp_factor 9\n");
+  EXPECT_EQ(refusal({"--machine", bad}), bad + ":3: unknown machine profile key 'warp_factor'");
+  const std::string tuning = write("bad.tuning", "shm.alpha_us 1\nshm.gamma 2\n");
+  EXPECT_EQ(refusal({"--machine", tuning}), tuning + ":2: unknown tuning key 'shm.gamma'");
+}
+
+TEST(PlanTool, ComputeProfileSetsTheMeasuredRates) {
+  // The tiny block of test_plan_model: 6656 FLOPs forward at b 1, tp 1.
+  const std::string path = write("compute.profile",
+                                 "hidden 8\nheads 2\nseq 4\nmicro_batch 1\n"
+                                 "layer_forward_ms 1\nlayer_backward_ms 4\n");
+  Machine m;
+  load_compute_profile(m, path);
+  EXPECT_DOUBLE_EQ(m.forward_flops_per_second(), 6656e3);
+  EXPECT_DOUBLE_EQ(m.backward_flops_per_second(), 2 * 6656e3 / 4);
+  const std::string missing = write("missing.profile", "hidden 8\n");
+  EXPECT_EQ(refusal({"--compute-profile", missing}),
+            missing + ": the compute profile has no 'heads' line");
+}
+
+TEST(PlanTool, JsonAndExplanation) {
+  PlanRequest r;
+  r.ranks_per_host = 2;
+  r.machine.peak_flops = 1e9;
+  r.machine.name = "a \"quoted\" name";
+  const PlanResult result = plan(r);
+  ASSERT_GE(result.feasible.size(), 2u);
+  const std::string json = to_json(r, result, 2);
+  EXPECT_EQ(json.rfind("{\"world\": 2, \"hosts\": 1, ", 0), 0) << json;
+  EXPECT_NE(json.find("a \\\"quoted\\\" name"), std::string::npos);
+  EXPECT_NE(json.find("\"step_s\": "), std::string::npos);
+  EXPECT_NE(json.find("\"command\": \"chorusrun -n 2 chorus-train --model gpt"), std::string::npos);
+  const std::string why = explain(result.feasible[0], result.feasible[1]);
+  EXPECT_EQ(why.rfind("best:      " + result.feasible[0].layout.describe(), 0), 0) << why;
+  EXPECT_NE(why.find("memory per rank: "), std::string::npos) << why;
+  Prediction twin = result.feasible[0];
+  twin.memory.activations += 1;
+  EXPECT_NE(explain(result.feasible[0], twin).find("equal step times"), std::string::npos);
+  const std::string text = to_text(r, result, 1);
+  EXPECT_NE(text.find("more feasible layouts; --top 0 prints every one"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chorus::plan
