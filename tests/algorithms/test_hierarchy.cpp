@@ -1,8 +1,9 @@
-// Every all-reduce algorithm on MemoryFabrics that fake several hosts, against
-// the sweep's references (sweep.hpp), and hierarchical's traffic pattern: only
-// host leaders talk across hosts, and only to leaders.
+// Every two-level ("hierarchical") algorithm, and every other algorithm of all-reduce, on
+// MemoryFabrics that fake several hosts, against the sweep's references (sweep.hpp), and the
+// two-level traffic pattern: only host leaders talk across hosts, and only to leaders (a
+// rooted call's root leads its host).
 #include "algorithms/algorithm.hpp"
-#include "algorithms/patterns/hierarchy.hpp"
+#include "algorithms/two_level.hpp"
 #include "memory_transport.hpp"
 #include "sweep.hpp"
 
@@ -23,9 +24,10 @@ namespace {
 // illegally for a hierarchical algorithm.
 class CrossHostCounter final : public transport::Transport {
  public:
-  CrossHostCounter(transport::Transport& inner, std::atomic<int>& violations)
+  /// `root`: a rooted call's root, which leads its host instead of the lowest rank.
+  CrossHostCounter(transport::Transport& inner, std::atomic<int>& violations, int root = -1)
       : inner_(inner), violations_(violations) {
-    leaders_ = algorithms::patterns::host_leaders(inner.topology());
+    leaders_ = algorithms::host_groups(inner.topology(), inner.rank(), root).leaders();
   }
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -74,24 +76,32 @@ const std::vector<std::vector<int>> kLayouts = {
 
 class MultiHostSweep : public ::testing::TestWithParam<std::size_t> {};
 
-TEST_P(MultiHostSweep, AllReduceAlgorithmsMatchTheReference) {
+bool two_level(const algorithms::Algorithm* algorithm) { return algorithm->name == "hierarchical"; }
+
+TEST_P(MultiHostSweep, TwoLevelAndAllReduceAlgorithmsMatchTheReference) {
   const std::vector<int>& layout = kLayouts[GetParam()];
   const int n = static_cast<int>(layout.size());
   std::vector<SweepCase> cases;
   for (const SweepCase& c : sweep_cases(n, algorithms::kNeedsNothing)) {
-    if (c.algorithm->collective == Collective::AllReduce) cases.push_back(c);
+    if (c.algorithm->collective == Collective::AllReduce || two_level(c.algorithm)) {
+      cases.push_back(c);
+    }
   }
   ASSERT_FALSE(cases.empty());
   MemoryFabric fabric(layout);
   std::mutex mutex;
   std::vector<std::string> wrong;
   std::atomic<int> violations{0};
+  std::vector<std::string> crossed;
   auto failures = run_ranks(fabric, [&](transport::Transport& transport, int rank) {
-    CrossHostCounter counted(transport, violations);
     for (const SweepCase& c : cases) {
-      const bool hierarchical = c.algorithm == &algorithms::rows::allreduce_hierarchical;
-      auto problems = run_sweep_case(algorithms::Context{hierarchical ? counted : transport}, c);
+      const int root = has_root(c.algorithm->collective) ? c.root : -1;
+      CrossHostCounter counted(transport, violations, root);
+      const int before = violations.load();
+      auto problems =
+          run_sweep_case(algorithms::Context{two_level(c.algorithm) ? counted : transport}, c);
       std::lock_guard lock(mutex);
+      if (violations.load() != before) crossed.push_back(describe(c));
       for (const auto& problem : problems) {
         wrong.push_back(describe(c) + " rank " + std::to_string(rank) + ": " + problem);
       }
@@ -99,7 +109,32 @@ TEST_P(MultiHostSweep, AllReduceAlgorithmsMatchTheReference) {
   });
   EXPECT_TRUE(failures.empty()) << failures.size() << " ranks threw, first: " << failures[0];
   EXPECT_TRUE(wrong.empty()) << wrong.size() << " wrong results, first: " << wrong[0];
-  EXPECT_EQ(violations.load(), 0) << "hierarchical sent across hosts from a non-leader";
+  EXPECT_EQ(violations.load(), 0) << "a two-level algorithm sent across hosts from a "
+                                     "non-leader, first in "
+                                  << (crossed.empty() ? "" : crossed[0]);
+}
+
+// Every collective but all-to-all-v has a two-level form.
+TEST(TwoLevelRows, EveryCollectiveButAllToAllVHasOne) {
+  for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
+                       Collective::AllGather, Collective::ReduceScatter, Collective::Gather,
+                       Collective::Scatter, Collective::AllToAll, Collective::Barrier}) {
+    EXPECT_NE(algorithms::find_algorithm(c, "hierarchical"), nullptr) << to_string(c);
+  }
+}
+
+// Groups: every rank once, the root leading its host, the others ascending.
+TEST(TwoLevelRows, HostGroupsPutTheRootFirstOnItsHost) {
+  Topology topology;
+  topology.host_of_rank = {0, 1, 0, 1, 2};
+  topology.num_hosts = 3;
+  const algorithms::HostGroups groups = algorithms::host_groups(topology, 2, 3);
+  EXPECT_EQ(groups.hosts, (std::vector<std::vector<int>>{{0, 2}, {3, 1}, {4}}));
+  EXPECT_EQ(groups.host, 0);
+  EXPECT_EQ(groups.index, 1);
+  EXPECT_EQ(groups.leaders(), (std::vector<int>{0, 3, 4}));
+  EXPECT_EQ(groups.blocks_before(2), 4u);
+  EXPECT_EQ(groups.num_ranks(), 5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, MultiHostSweep, ::testing::Range<std::size_t>(0, 8),

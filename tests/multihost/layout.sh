@@ -5,7 +5,8 @@
 # place and in place, with its result check on, at root 0, then the rooted ones (broadcast,
 # reduce, gather, scatter) at every other root, one job each; links.sh watches that ranks of
 # a host share memory and ranks of different hosts use TCP; the first report must show HOSTS
-# host names and the hierarchical all-reduce at the largest size.
+# host names and the hierarchical all-reduce at the largest size. Then the same sweep with
+# the two-level algorithms asked for by name (-a hierarchical), at roots 0, 1 and the last.
 # Exit status 77 (ctest's skip) when this machine cannot simulate hosts.
 set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: layout.sh HOSTS RANKS CHORUSRUN CHORUS_PERF" >&2; exit 2; }
@@ -19,6 +20,16 @@ jobs=("$perf" -t all "${sweep[@]}" -r 0)
 for ((r = 1; r < hosts * ranks; ++r)); do
   for rooted in broadcast reduce gather scatter; do
     jobs+=(--then "$perf" -t "$rooted" "${sweep[@]}" -r "$r")
+  done
+done
+# The two-level algorithms asked for by name (the cost model picks them only where links
+# between hosts are slow against those inside a host), at root 0, at rank 1 (not its host's
+# lowest rank when hosts hold several) and at the last rank (on the last host).
+forced_job=$((1 + (hosts * ranks - 1) * 4))  # its index among the jobs
+jobs+=(--then "$perf" -t all "${sweep[@]}" -r 0 -a hierarchical)
+for r in 1 $((hosts * ranks - 1)); do
+  for rooted in broadcast reduce gather scatter; do
+    jobs+=(--then "$perf" -t "$rooted" "${sweep[@]}" -r "$r" -a hierarchical)
   done
 done
 run_hosts --hosts "$hosts" --ranks-per-host "$ranks" --rate 2gbit --timeout 120 \
@@ -39,5 +50,16 @@ if [ "$ranks" -gt 1 ]; then
                    on && $1 == 199924 && $3 == "float32" && $4 == "sum" {print $NF}' "$report")
   [ "$algorithm" = hierarchical ] ||
     fail "the 199924 B float32 all-reduce ran '$algorithm', not hierarchical"
+fi
+# The forced job ran the two-level form of every collective that has one, at every size
+# that moves data (all-to-all-v and send/receive have none).
+forced_report="$logs/job$forced_job.host0.log"
+if [ "$ranks" -gt 1 ]; then
+  others=$(awk '/^# Collective: / {c = $3}
+    c != "alltoallv" && c != "sendrecv" && $1 ~ /^[0-9]+$/ && (c == "barrier" || $2 + 0 > 0) &&
+        $NF != "hierarchical" {
+      print c " " $1 " " $NF}' "$forced_report" | head -3)
+  [ -z "$others" ] || fail "the job that asked for hierarchical ran other algorithms: $others"
+  grep -q 'hierarchical$' "$forced_report" || fail "the forced job's report shows no hierarchical"
 fi
 echo "$test_name: every collective, dtype, op and root correct across hosts"

@@ -16,6 +16,7 @@
 #include "algorithms/passes.hpp"
 #include "algorithms/patterns/hierarchy.hpp"
 #include "algorithms/subset_transport.hpp"
+#include "algorithms/two_level.hpp"
 
 #include <bit>
 #include <limits>
@@ -58,22 +59,13 @@ void run(const Call& args, const Context& ctx) {
 // Within each host a k-nomial reduce, then a broadcast; the leaders' algorithm over tcp.
 // One host, or one rank per host: it degenerates to a flat algorithm; left to those.
 double cost(const CostInput& in) {
-  const Machine& machine = in.machine;
-  const int per_host = machine.max_ranks_per_host();
-  const int hosts = machine.num_hosts();
-  if (hosts <= 1 || per_host <= 1) return std::numeric_limits<double>::infinity();
-  const LinkCost& local = machine.local_shm ? in.parameters.shm : in.parameters.tcp;
+  if (!two_levels(in.machine)) return std::numeric_limits<double>::infinity();
+  const int per_host = in.machine.max_ranks_per_host();
+  const int hosts = in.machine.num_hosts();
   const double m = in.m();
-  double seconds = terms_cost(knomial_terms(per_host, m, true), local, in.parameters.gamma) +
-                   terms_cost(knomial_terms(per_host, m, false), local, in.parameters.gamma);
-  // The leaders: one rank on each of `hosts` hosts.
-  Machine leaders;
-  leaders.nranks = hosts;
-  leaders.topology.num_hosts = hosts;
-  for (int h = 0; h < hosts; ++h) leaders.topology.host_of_rank.push_back(h);
-  const CostInput leader_input{in.collective, in.bytes,      in.dtype,      in.op,
-                               leaders,       in.parameters, in.chunk_bytes};
-  return seconds + leader_algorithm(in.bytes, hosts).cost(leader_input);
+  return phase_cost(rows::reduce_knomial, in, Collective::Reduce, m, per_host, false) +
+         phase_cost(leader_algorithm(in.bytes, hosts), in, Collective::AllReduce, m, hosts, true) +
+         phase_cost(rows::broadcast_knomial, in, Collective::Broadcast, m, per_host, false);
 }
 
 }  // namespace

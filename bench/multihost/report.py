@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The report of bench/multihost/run.sh: reads OUT/r<R>/{link.json, logs/job<j>.host0.log,
+ompi.txt} and prints markdown: per ranks per host, each collective's bus bandwidth at 4-64 MiB
+beside the link's simultaneous two-way stream and Open MPI's, and its 8-byte time beside the
+link's round trip and Open MPI's."""
+import json
+import pathlib
+import sys
+
+
+def chorus_rows(logs):
+    """{(collective, size): (time_us, busbw_GBps, algorithm)} from chorus-perf reports."""
+    rows = {}
+    for log in sorted(logs.glob("job*.host0.log")):
+        collective = None
+        for line in log.read_text().splitlines():
+            if line.startswith("# Collective:"):
+                collective = line.split()[2]
+                continue
+            f = line.split()
+            if collective and len(f) >= 10 and f[0].isdigit():
+                rows[(collective, int(f[0]))] = (float(f[5]), float(f[7]), f[-1])
+    return rows
+
+
+def ompi_rows(path):
+    rows = {}
+    if not path.exists():
+        return rows
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 6 and not line.startswith("#") and f[1].isdigit():
+            rows[(f[0], int(f[1]))] = (float(f[3]), float(f[5]))
+    return rows
+
+
+def main():
+    out = pathlib.Path(sys.argv[1])
+    print("# Across two simulated hosts, links shaped to 2 Gbit/s\n")
+    print("`bench/multihost/run.sh` (scripts/hosts.sh: one network namespace per host, tbf "
+          "on every veth). Link: a simultaneous two-way TCP stream between the hosts (GB/s per "
+          "direction, the lower direction) and the round trip of 8 bytes, median of 2000. "
+          "Bus bandwidth as nccl-tests define it; Chorus and Open MPI 4.1 "
+          "(tcp between hosts, vader within one) on the same hosts, one after the other.\n")
+    for rdir in sorted(out.glob("r*"), key=lambda p: int(p.name[1:])):
+        ranks = int(rdir.name[1:])
+        link = json.loads((rdir / "link.json").read_text())
+        chorus = chorus_rows(rdir / "logs")
+        ompi = ompi_rows(rdir / "ompi.txt")
+        print(f"## {ranks} rank(s) per host ({2 * ranks} ranks)\n")
+        print(f"Link: two-way stream {link['two_way_GBps']:.3f} GB/s per direction, round trip "
+              f"{link['rtt_us']:.0f} us.\n")
+        print("| collective | size | Chorus busbw GB/s | of the link | Open MPI busbw GB/s | "
+              "Chorus / Open MPI | Chorus algorithm |")
+        print("|---|--:|--:|--:|--:|--:|---|")
+        for (c, size), (t, bus, algo) in sorted(chorus.items()):
+            if size < 1 << 20:
+                continue
+            o = ompi.get((c, size))
+            obus = f"{o[1]:.3f}" if o else "-"
+            ratio = f"{bus / o[1]:.2f}" if o and o[1] > 0 else "-"
+            print(f"| {c} | {size >> 20} MiB | {bus:.3f} | {100 * bus / link['two_way_GBps']:.0f}% "
+                  f"| {obus} | {ratio} | {algo} |")
+        print("\n| collective | 8 B time us | x the round trip | Open MPI us | Chorus / Open MPI "
+              "(time) | Chorus algorithm |")
+        print("|---|--:|--:|--:|--:|---|")
+        for (c, size), (t, bus, algo) in sorted(chorus.items()):
+            if size >= 1 << 20:
+                continue
+            o = ompi.get((c, size))
+            ot = f"{o[0]:.1f}" if o else "-"
+            ratio = f"{o[0] / t:.2f}" if o and t > 0 else "-"
+            print(f"| {c} | {t:.1f} | {t / link['rtt_us']:.2f} | {ot} | {ratio} | {algo} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
