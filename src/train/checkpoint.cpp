@@ -30,15 +30,6 @@ std::vector<std::pair<std::string, torch::Tensor>> module_tensors(torch::nn::Mod
   return out;
 }
 
-/// "0 1 2 3 4": the dotted names of every submodule.
-std::string module_names(torch::nn::Module& model) {
-  std::string out;
-  for (const auto& m : model.named_modules("", /*include_self=*/false)) {
-    out += (out.empty() ? "" : " ") + m.key();
-  }
-  return out;
-}
-
 /// The optimizer's torch archive as a uint8 tensor.
 torch::Tensor optimizer_bytes(torch::optim::Optimizer& opt) {
   torch::serialize::OutputArchive archive;
@@ -118,7 +109,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model,
           for (const auto& [name, t] : module_tensors(model))
             pieces.push_back(whole(name, t, comm.size()));
           pieces.push_back(whole(kOptimizerTensor, optimizer_bytes(opt), comm.size()));
-          header.model = {{"modules", module_names(model)},
+          header.model = {{"modules", detail::module_names(model)},
                           {"optimizer", detail::optimizer_type(opt)}};
         },
         Status::SystemError);
@@ -144,7 +135,7 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& model,
   std::vector<std::string> ours;
   for (const auto& entry : module_tensors(model)) ours.push_back(entry.first);
   try {
-    detail::check_structure(listing.header.model, module_names(model), saved, ours, path);
+    detail::check_structure(listing.header.model, detail::module_names(model), saved, ours, path);
     detail::check_optimizer_type(listing.header.model, opt, path);
   } catch (const Error& e) {
     throw refused(e);
@@ -168,24 +159,40 @@ std::optional<TrainingState> resume_checkpoint(const std::string& path, torch::n
                                                torch::optim::Optimizer& opt,
                                                const RunConfig& config,
                                                const chorus::Communicator& comm) {
+  return detail::resume_with(path, config, comm, [&] { return load_checkpoint(path, model, opt); });
+}
+
+namespace detail {
+
+std::string module_names(torch::nn::Module& model) {
+  std::string out;
+  for (const auto& m : model.named_modules("", /*include_self=*/false)) {
+    out += (out.empty() ? "" : " ") + m.key();
+  }
+  return out;
+}
+
+std::optional<TrainingState> resume_with(const std::string& path, const RunConfig& config,
+                                         const chorus::Communicator& comm,
+                                         const std::function<TrainingState()>& load) {
   // Rank 0 decides whether there is a checkpoint; every rank must then be able to read it.
   std::int32_t found = comm.rank() == 0 && std::filesystem::exists(path) ? 1 : 0;
   chorus::Communicator c = comm;
   c.broadcast(&found, &found, 1, DataType::Int32, 0);
   if (found == 0) return std::nullopt;
   // First every rank compares the configuration, so a refusal leaves every model untouched.
-  detail::raise_if_any_failed(comm, detail::failure_of(
-                                        [&] {
-                                          const std::string difference = config_difference(
-                                              path, read_checkpoint_state(path).config, config);
-                                          require_argument(difference.empty(), difference);
-                                        },
-                                        Status::SystemError));
+  raise_if_any_failed(comm, failure_of(
+                                [&] {
+                                  const std::string difference = config_difference(
+                                      path, read_checkpoint_state(path).config, config);
+                                  require_argument(difference.empty(), difference);
+                                },
+                                Status::SystemError));
   TrainingState state;
-  detail::raise_if_any_failed(
-      comm,
-      detail::failure_of([&] { state = load_checkpoint(path, model, opt); }, Status::SystemError));
+  raise_if_any_failed(comm, failure_of([&] { state = load(); }, Status::SystemError));
   return state;
 }
+
+}  // namespace detail
 
 }  // namespace chorus::train

@@ -9,6 +9,7 @@
 #include <chorus/train/checkpoint.hpp>
 
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,18 @@ void check_optimizer_type(const RunConfig& saved_model, const torch::optim::Opti
 
 /// "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LBFGS", or the C++ type name of another.
 std::string optimizer_type(const torch::optim::Optimizer& opt);
+
+/// "0 1 2 3 4": the dotted names of every submodule of `model` (the "modules" a checkpoint's
+/// model description records).
+std::string module_names(torch::nn::Module& model);
+
+/// resume_checkpoint's protocol with another loader: nullopt when rank 0 finds no file at
+/// `path`; otherwise every rank compares the saved config with `config` (config_difference),
+/// then, when no rank refused, every rank runs `load`. Any rank's failure is thrown on every
+/// rank (the lowest failing rank's sentence); a refused configuration changes nothing.
+std::optional<TrainingState> resume_with(const std::string& path, const RunConfig& config,
+                                         const chorus::Communicator& comm,
+                                         const std::function<TrainingState()>& load);
 
 /// A one-line message: c10::Error's without its backtrace, any other exception's what().
 std::string short_message(const std::exception& e);

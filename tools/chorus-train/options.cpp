@@ -250,9 +250,6 @@ void check_zero_options(const Options& o) {
   if (o.compression != Compression::None) {
     throw bad("--zero", stage, "cannot be combined with --compression (shards travel as fp32)");
   }
-  if (!o.checkpoint.empty()) {
-    throw bad("--zero", stage, "cannot be combined with --checkpoint (no sharded checkpoints yet)");
-  }
 }
 
 /// Resolves the defaults that depend on other options and refuses combinations.
@@ -337,21 +334,23 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --zero 1|2             ZeRO instead of DDP: the optimizer state (1), and the
                          gradients (2), sharded over the ranks; parameters all-gathered
                          after each step (mlp and lstm; not with --no-sync,
-                         --alternate-sync, --compression or --checkpoint)
+                         --alternate-sync or --compression)
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --no-overlap           all-reduce every bucket after backward, none from the gradient
                          hooks (DdpOptions::overlap_backward = false)
   --checkpoint PATH      save model, optimizer, step, sampler state and the run's
-                         configuration at the end; rank 0 checks that it can write PATH
-                         before the first step (gpt: also PATH.<optimizer state>; loads
-                         at any --tp, --cp and --pp)
+                         configuration at the end, each rank its shards; rank 0 checks
+                         that it can write PATH before the first step (mlp/lstm: loads
+                         with or without --zero at any rank count of the same global
+                         batch; gpt: also PATH.<optimizer state>; loads at any --tp, --cp
+                         and --pp)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint
                          was made with another --model, --hidden, --layers, --optimizer,
-                         --lr, --batch, --seed, world size or training set (gpt: the
-                         model's --layers, --hidden, --heads, --seq-len, and dp, not tp
-                         cp or pp)
+                         --lr, --seed, global batch (--batch x ranks) or training set
+                         (gpt: --batch, the model's --layers, --hidden, --heads,
+                         --seq-len, and dp, not tp cp or pp)
   --seed S               initial weights and data order, >= 0                   [1]
   --bucket-cap-mb M      DDP gradient bucket cap in MiB, 0.001..65536           [25]
   --compression C        gradients on the wire: none|fp16|bf16                  [none]

@@ -10,6 +10,7 @@
 #include <chorus/train/checkpoint.hpp>
 #include <chorus/train/data.hpp>
 #include <chorus/train/ddp.hpp>
+#include <chorus/train/sharded_checkpoint.hpp>
 #include <chorus/train/zero.hpp>
 
 #include <algorithm>
@@ -23,6 +24,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kWarmupSteps = 5;  ///< left out of the summary's step-time medians
+constexpr const char* kSamplerRanks = "sampler_ranks";  ///< the rank count of a checkpoint
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -49,14 +51,18 @@ class Trainer {
         comm_(comm),
         task_(make_task(options)),
         sampler_(task_->train_size(), comm.rank(), comm.size(), options.seed) {
-    if (options_.zero > 0) {  // the optimizer over this rank's shards (no checkpoints)
+    const auto parameters = train::module_parameter_pieces(*task_->module());
+    if (options_.zero > 0) {  // the optimizer over this rank's shards
       zero_ = std::make_unique<train::ZeroOptimizer>(
           task_->module()->parameters(), train::Group{comm_, "dp", nullptr},
           [&](std::vector<torch::Tensor> shards) { return make_optimizer(options, shards); },
           zero_options());
+      state_ = train::zero_state(*zero_, parameters);
+      restore();
       return;
     }
     optimizer_ = make_optimizer(options, task_->module()->parameters());
+    state_ = train::replicated_state(*optimizer_, parameters, train::Group{comm_, "dp", nullptr});
     restore();
     // Without synchronisation the replicas start equal from the same seed (or checkpoint).
     if (!options_.no_sync) {
@@ -243,26 +249,47 @@ class Trainer {
   }
 
   /// What a checkpoint records and a resume must match: the model, the optimizer and
-  /// everything that decides which samples each step takes.
+  /// everything that decides which samples each step takes. The global batch, not the rank
+  /// count: step s takes the same samples at any rank count (the sampler deals the epoch's
+  /// order round-robin), so a run resumes at another rank count and strategy.
   train::RunConfig run_config() const {
     train::RunConfig config = task_->config();
     config.merge(common_run_config(options_));
-    config["world size"] = std::to_string(comm_.size());
+    config.erase("--batch");
+    config["global batch"] = std::to_string(options_.batch * comm_.size());
     return config;
   }
 
+  /// Each rank its shards (DDP: rank 0 everything), in the one checkpoint format.
   void save() {
-    train::save_checkpoint(options_.checkpoint, *task_->module(), *optimizer_,
-                           run_state(step_, sampler_, run_config()), comm_);
+    train::TrainingState state = run_state(step_, sampler_, run_config());
+    state.extra[kSamplerRanks] = comm_.size();
+    train::save_sharded_checkpoint(options_.checkpoint, *task_->module(), state_, state, comm_);
   }
 
   /// With --resume: the checkpoint's state when there is one that fits this run (refused with
   /// a sentence naming what differs, on every rank, before any step), else a fresh start.
   void restore() {
     if (!options_.resume) return;
-    const auto state = train::resume_checkpoint(options_.checkpoint, *task_->module(), *optimizer_,
-                                                run_config(), comm_);
+    auto state = train::resume_sharded_checkpoint(options_.checkpoint, *task_->module(), state_,
+                                                  run_config(), comm_);
+    if (state) rescale_position(*state);
     step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
+  }
+
+  /// The sampler position of a checkpoint saved at another rank count, at this one: the same
+  /// number of the epoch's samples taken.
+  void rescale_position(train::TrainingState& state) const {
+    const auto ranks = state.extra.find(kSamplerRanks);
+    const auto position = state.extra.find("sampler_position");
+    if (ranks == state.extra.end() || position == state.extra.end()) return;
+    const std::int64_t taken = position->second * ranks->second;
+    require_argument(taken % comm_.size() == 0,
+                     "checkpoint " + options_.checkpoint + " was saved after " +
+                         std::to_string(taken) + " samples of epoch " +
+                         std::to_string(state.epoch) + ", which " + std::to_string(comm_.size()) +
+                         " ranks cannot share evenly");
+    position->second = taken / comm_.size();
   }
 
   void say(const std::string& line) const { train_tool::say(comm_, line); }
@@ -273,6 +300,7 @@ class Trainer {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<train::DistributedDataParallel> ddp_;
   std::unique_ptr<train::ZeroOptimizer> zero_;
+  train::ShardedState state_;  ///< what save() and restore() read and fill
   train::DistributedSampler sampler_;
   std::int64_t step_ = 0;
   Progress progress_;

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train under chorusrun (registered by CMakeLists.txt):
-#   train_job_test.sh CHORUSRUN CHORUS_TRAIN mlp|lstm|resume|alternate
+#   train_job_test.sh CHORUSRUN CHORUS_TRAIN mlp|lstm|resume|alternate|...
 # mlp/lstm: a short run exits 0, its loss falls, the replicas agree and the test metrics are
 # printed; mlp also runs as a single rank without chorusrun. resume: a run interrupted at
 # step 10 and resumed from its checkpoint prints the same per-step losses (9 significant
 # digits) as an uninterrupted run. alternate: --alternate-sync reports the medians of both
 # kinds of step and refuses --no-sync. mismatch: resuming with another --hidden, --optimizer
-# or world size is refused with a sentence naming the difference, before any step, leaving
+# or global batch is refused with a sentence naming the difference, before any step, leaving
 # the checkpoint as it was. fresh: --resume without a file says it starts from scratch.
 # badpath: an unwritable --checkpoint fails before step 1. options: values chorus-train
 # cannot use are refused by the parser, naming the option and the value. zero: --zero 1 and
@@ -15,6 +15,9 @@
 # killed at a random moment after the first checkpoint, under chorusrun --max-restarts, is
 # restarted with the whole job, which resumes from its last complete checkpoint and ends
 # with an uninterrupted run's parameters (the final checkpoints' model pieces agree).
+# zeroresume: a --zero 2 run at 4 ranks resumed at 4 ranks equals the uninterrupted run, and
+# at 2 ranks --zero 1, 3 ranks DDP and 1 rank continues its losses; a wrong global batch and
+# a truncated shard file are refused.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -97,8 +100,45 @@ case "$mode" in
     done
     refused zero3 "--zero '3' is not valid" "$train" --model mlp --steps 2 --zero 3
     refused zerogpt "is not supported with --model gpt" "$train" --model gpt --steps 2 --zero 2
-    refused zerock "cannot be combined with --checkpoint" \
-      "$train" --model mlp --steps 2 --zero 1 --checkpoint "$work/ck.pt"
+    ;;
+  zeroresume)
+    # --zero 2 at 4 ranks saved at step 4 (each rank its shards), resumed at 4 ranks (the
+    # uninterrupted run's losses and final parameters exactly), at 2 ranks --zero 1, 3 ranks
+    # DDP and 1 rank (same global batch: losses within relative 1e-6).
+    common=(--model mlp --log-every 1 --hidden 32 --layers 2 --optimizer adam --no-eval)
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --batch 6 --steps 8 --zero 2 \
+      --checkpoint "$work/full.pt" >"$work/full" || fail "uninterrupted run exited with $?"
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --batch 6 --steps 4 --zero 2 \
+      --checkpoint "$work/ck.pt" >"$work/first" || fail "first half exited with $?"
+    [ "$(ls "$work"/ck.pt.*.rank* | wc -l)" -eq 4 ] || fail "expected one data file per rank"
+    for layout in "4 6 --zero 2" "2 12 --zero 1" "3 8" "1 24"; do
+      read -r n batch extra <<<"$layout"
+      dir="$work/n$n"
+      mkdir "$dir" && cp "$work"/ck.pt* "$dir/"
+      # shellcheck disable=SC2086  # $extra: zero or two words
+      "$run" -n "$n" --timeout 100 "$train" "${common[@]}" --batch "$batch" --steps 8 $extra \
+        --checkpoint "$dir/ck.pt" --resume >"$dir/log" || fail "resume at $layout exited with $?"
+      cat "$dir/log"
+      grep -q "resumed from $dir/ck.pt at step 4" "$dir/log" || fail "$layout did not resume"
+      [ "$(losses "$dir/log" | wc -l)" -eq 4 ] || fail "expected 4 resumed steps at $layout"
+      paste <(losses "$work/full" | awk '$1 > 4') <(losses "$dir/log") | awk '
+        { d = $2 - $4; if (d < 0) d = -d
+          if ($1 != $3 || d > 1e-6 * ($2 < 0 ? -$2 : $2)) bad = bad " " $1 }
+        END { if (bad != "") { print "steps differing:" bad; exit 1 } }' ||
+        fail "losses resumed at $layout differ from the uninterrupted run's"
+    done
+    diff <("$support/checkpoint_model.sh" "$work/full.pt") \
+      <("$support/checkpoint_model.sh" "$work/n4/ck.pt") ||
+      fail "resumed at 4 ranks, the final parameters differ from the uninterrupted run's"
+    refused batch \
+      "checkpoint $work/ck.pt was made with global batch 24, this run has global batch 18" \
+      "$run" -n 3 --timeout 100 "$train" "${common[@]}" --batch 6 --steps 8 --zero 1 \
+      --checkpoint "$work/ck.pt" --resume
+    data="$(ls "$work"/ck.pt.*.rank2)"
+    truncate -s 100 "$data"
+    refused truncated "data file $data is 100 bytes, the index records" \
+      "$run" -n 2 --timeout 100 "$train" "${common[@]}" --batch 12 --steps 8 --zero 2 \
+      --checkpoint "$work/ck.pt" --resume
     ;;
   alternate)
     "$run" -n 3 --timeout 100 "$train" --model mlp --steps 16 --alternate-sync 2 --hidden 128 \
@@ -124,7 +164,7 @@ case "$mode" in
     refused optimizer \
       "checkpoint $ck was made with --optimizer sgd, this run has --optimizer adam" \
       "$run" -n 2 --timeout 100 "$train" "${tiny[@]}" --steps 4 --resume --optimizer adam --lr 0.05
-    refused ranks "checkpoint $ck was made with world size 2, this run has world size 3" \
+    refused ranks "checkpoint $ck was made with global batch 16, this run has global batch 24" \
       "$run" -n 3 --timeout 100 "$train" "${tiny[@]}" --steps 4 --resume
     cmp -s "$ck" "$work/saved.pt" || fail "a refused resume rewrote the checkpoint"
     "$run" -n 2 --timeout 100 "$train" "${tiny[@]}" --steps 4 --resume >"$work/second" ||

@@ -1,0 +1,159 @@
+// ShardedState: what a rank holds of the training state (DDP's or ZeRO's), and its pieces in the
+// checkpoint format; see sharded_checkpoint.hpp.
+#include "sharded_state.hpp"
+
+#include <chorus/error.hpp>
+#include <chorus/train/sharded_checkpoint.hpp>
+#include <chorus/train/zero.hpp>
+
+#include <torch/torch.h>
+
+#include <unordered_map>
+
+namespace chorus::train {
+namespace detail {
+
+std::int64_t local_numel(const TensorPiece& p) {
+  return c10::multiply_integers(piece_shape(p.name, p.global_shape, p.placements));
+}
+
+std::vector<Placement> span_placements(const ShardedState& s, const TensorPiece& p,
+                                       const FlatSpan& span) {
+  std::vector<Placement> out = p.placements;
+  if (s.replicated) {
+    require_argument(
+        span.parameter_offset == 0 && span.length == local_numel(p),
+        "sharded checkpoints: a replicated state's span of " + p.name + " must cover it whole");
+    out.push_back(Placement::replicate(s.mesh_dim, s.index, s.count));
+  } else {
+    out.push_back(
+        Placement::flat(s.mesh_dim, s.index, s.count, span.parameter_offset, span.length));
+  }
+  return out;
+}
+
+std::vector<Placement> step_placements(const ShardedState& s, const TensorPiece& p) {
+  std::vector<Placement> out;
+  for (const Placement& cut : p.placements) {
+    out.push_back(Placement::replicate(cut.mesh_dim, cut.index, cut.count));
+  }
+  out.push_back(Placement::replicate(s.mesh_dim, s.index, s.count));
+  return out;
+}
+
+at::Tensor holder_range(const ShardedState& s, const FlatSpan& span, const at::Tensor& of) {
+  const at::Tensor& holder = s.holders.at(span.holder);
+  require_argument(
+      span.parameter < s.parameters.size() && span.holder_offset >= 0 && span.length >= 0 &&
+          span.holder_offset + span.length <= holder.numel() && span.parameter_offset >= 0 &&
+          span.parameter_offset + span.length <= local_numel(s.parameters[span.parameter]),
+      "sharded checkpoints: a span of holder " + std::to_string(span.holder) +
+          " lies outside its holder or its parameter");
+  return of.reshape(-1).narrow(0, span.holder_offset, span.length);
+}
+
+std::string slot_name(const std::string& slot, const std::string& parameter) {
+  return "optimizer/" + slot + "/" + parameter;
+}
+
+}  // namespace detail
+
+std::vector<TensorPiece> module_parameter_pieces(torch::nn::Module& model) {
+  std::vector<TensorPiece> out;
+  for (const auto& p : model.named_parameters()) {
+    out.push_back({p.key(), p.value().sizes().vec(), p.value().scalar_type(), {}, p.value()});
+  }
+  return out;
+}
+
+ShardedState replicated_state(torch::optim::Optimizer& optimizer,
+                              std::vector<TensorPiece> parameters, const Group& group) {
+  ShardedState s{std::move(parameters), &optimizer,   {},  {}, group.name,
+                 group.rank(),          group.size(), true};
+  std::unordered_map<const void*, std::size_t> index;
+  for (std::size_t i = 0; i < s.parameters.size(); ++i) {
+    index.emplace(s.parameters[i].data.unsafeGetTensorImpl(), i);
+  }
+  for (const auto& param_group : optimizer.param_groups()) {
+    for (const at::Tensor& t : param_group.params()) {
+      const auto it = index.find(t.unsafeGetTensorImpl());
+      require_argument(it != index.end(),
+                       "replicated_state: the optimizer holds a tensor of shape " +
+                           c10::str(t.sizes()) + " that is none of the parameters given");
+      s.spans.push_back({it->second, 0, s.holders.size(), 0, t.numel()});
+      s.holders.push_back(t);
+    }
+  }
+  return s;
+}
+
+// Rank r's holder b is block r of bucket b (chunk = padded_numel / d elements); a parameter at
+// offset o of the bucket with n elements overlaps it in
+// [max(o, r·chunk), min(o + n, (r+1)·chunk)).
+ShardedState zero_state(ZeroOptimizer& zero, std::vector<TensorPiece> parameters) {
+  const GradientReducer& reducer = zero.reducer();
+  const Group& group = reducer.group();
+  ShardedState s{
+      {},   &zero.optimizer(), zero.parameter_shards(), {}, group.name, group.rank(), group.size(),
+      false};
+  std::unordered_map<const void*, std::size_t> named;
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    named.emplace(parameters[i].data.unsafeGetTensorImpl(), i);
+  }
+  const std::vector<at::Tensor>& trained = reducer.parameters();
+  for (std::size_t k = 0; k < trained.size(); ++k) {
+    const auto it = named.find(trained[k].unsafeGetTensorImpl());
+    require_argument(it != named.end(), "zero_state: the optimizer's parameter " +
+                                            std::to_string(k) +
+                                            " is none of the named parameters given");
+    s.parameters.push_back(parameters[it->second]);
+  }
+  const std::vector<BucketLayout> layouts = reducer.bucket_layouts();
+  for (std::size_t b = 0; b < layouts.size(); ++b) {
+    const std::int64_t chunk = layouts[b].padded_numel / group.size();
+    const std::int64_t first = chunk * group.rank(), last = first + chunk;
+    for (std::size_t j = 0; j < layouts[b].params.size(); ++j) {
+      const std::size_t k = layouts[b].params[j];
+      const std::int64_t start = layouts[b].offsets[j];
+      const std::int64_t from = std::max(start, first);
+      const std::int64_t to = std::min(start + trained[k].numel(), last);
+      if (from < to) s.spans.push_back({k, from - start, b, from - first, to - from});
+    }
+  }
+  return s;
+}
+
+std::vector<TensorPiece> sharded_state_pieces(const ShardedState& s) {
+  require_argument(s.optimizer != nullptr, "sharded_state_pieces: the state has no optimizer");
+  const detail::SlotKind kind = detail::slot_kind(*s.optimizer);
+  std::vector<std::optional<detail::SlotValues>> slots;
+  for (const at::Tensor& holder : s.holders) {
+    slots.push_back(detail::read_slots(*s.optimizer, kind, holder));
+  }
+  std::vector<TensorPiece> out;
+  for (const FlatSpan& span : s.spans) {
+    const TensorPiece& p = s.parameters.at(span.parameter);
+    const std::vector<Placement> cut = detail::span_placements(s, p, span);
+    const auto shape = piece_shape(p.name, p.global_shape, cut);
+    const auto piece = [&](const std::string& name, const at::Tensor& of) {
+      out.push_back({name, p.global_shape, p.dtype, cut,
+                     detail::holder_range(s, span, of.detach()).view(shape)});
+    };
+    piece(p.name, s.holders[span.holder]);
+    const auto& values = slots[span.holder];
+    if (!values) continue;
+    for (std::size_t i = 0; i < kind.slots.size(); ++i) {
+      piece(detail::slot_name(kind.slots[i], p.name), values->tensors[i]);
+    }
+    if (kind.has_step) {
+      out.push_back({detail::slot_name("step", p.name),
+                     {},
+                     at::kLong,
+                     detail::step_placements(s, p),
+                     at::scalar_tensor(values->step, at::kLong)});
+    }
+  }
+  return out;
+}
+
+}  // namespace chorus::train
