@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <thread>
 
@@ -207,15 +208,19 @@ TEST(TcpStore, ARequestCostsTheSameWhateverTheNumberOfIdleClients) {
   StoreServer server("127.0.0.1", 0, "s");
   auto store = connect_store("127.0.0.1", server.port(), "s", deadline_after(5s));
   round_trip_seconds(*store, 50);  // warm up
-  const double alone = round_trip_seconds(*store, 400);
-  std::vector<std::shared_ptr<Store>> idle;
-  for (int i = 0; i < 2000; ++i) {
-    idle.push_back(connect_store("127.0.0.1", server.port(), "s", deadline_after(5s)));
+  // The fastest of three batches each way, alternated: a loaded machine slows some batches.
+  double alone = 1e9, crowded = 1e9;
+  for (int batch = 0; batch < 3; ++batch) {
+    alone = std::min(alone, round_trip_seconds(*store, 200));
+    std::vector<std::shared_ptr<Store>> idle;
+    for (int i = 0; i < 2000; ++i) {
+      idle.push_back(connect_store("127.0.0.1", server.port(), "s", deadline_after(5s)));
+    }
+    crowded = std::min(crowded, round_trip_seconds(*store, 200));
   }
-  const double crowded = round_trip_seconds(*store, 400);
-  // A loop over every client per request (poll) made this 5-10x slower.
-  EXPECT_LT(crowded, 2.5 * alone) << alone * 1e6 << " us alone, " << crowded * 1e6
-                                  << " us beside 2000 idle clients";
+  // A loop over every client per request (poll) made this 19-130x slower.
+  EXPECT_LT(crowded, 4 * alone) << alone * 1e6 << " us alone, " << crowded * 1e6
+                                << " us beside 2000 idle clients";
 }
 
 TEST(TcpStore, WrongSecretCannotJoin) {
