@@ -1,17 +1,18 @@
-// The store server: one thread, one poll() loop over the listener, a wake-up
+// The store server: one thread, one epoll loop over the listener, a wake-up
 // pipe and every client. Nothing in the loop blocks on a single client:
 // sockets are non-blocking, the handshake is the ServerHandshake state machine,
 // and a Get/Wait whose keys are missing is parked and answered when a later
 // Set/Add provides them (or with a Timeout reply when its time runs out).
 // A client is served one request at a time: its next request is read only
 // after the previous reply was fully sent, which bounds the memory it can use.
+// A round touches only the clients its events concern (store_server_impl.hpp).
 #include "bootstrap/address.hpp"
 #include "bootstrap/store_server_impl.hpp"
 
 #include <chorus/error.hpp>
 
 #include <fcntl.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +22,7 @@ namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr int kAcceptsPerRound = 64;
+constexpr int kEventsPerRound = 256;
 
 }  // namespace
 
@@ -38,6 +40,13 @@ StoreServer::Impl::Impl(const std::string& host, std::uint16_t port, std::string
   }
   wake_read = net::Socket(fds[0]);
   wake_write = net::Socket(fds[1]);
+  epoll = net::Socket(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll.valid()) {
+    throw Error(Status::SystemError,
+                "store server: epoll_create1 failed: " + net::detail::error_text(errno));
+  }
+  watch(wake_read.fd(), EPOLLIN, &wake_read);
+  watch(listener.fd(), EPOLLIN, &listener);
 }
 
 void StoreServer::Impl::run() {
@@ -45,48 +54,51 @@ void StoreServer::Impl::run() {
     try {
       serve_once();
     } catch (const std::exception& e) {
-      // Only loop-wide failures land here (poll itself); pause so they cannot spin.
+      // Only loop-wide failures land here (epoll itself); pause so they cannot spin.
       log(LogLevel::Error, std::string("store server: ") + e.what());
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
 }
 
+/// Registers `fd` (tagged `tag`) for `events`, or changes its events.
+void StoreServer::Impl::watch(int fd, std::uint32_t events, void* tag) {
+  epoll_event event{};
+  event.events = events;
+  event.data.ptr = tag;
+  if (::epoll_ctl(epoll.fd(), EPOLL_CTL_MOD, fd, &event) == 0) return;
+  if (errno == ENOENT && ::epoll_ctl(epoll.fd(), EPOLL_CTL_ADD, fd, &event) == 0) return;
+  throw Error(Status::SystemError,
+              "store server: epoll_ctl failed: " + net::detail::error_text(errno));
+}
+
 void StoreServer::Impl::serve_once() {
-  std::vector<pollfd> fds = poll_set();
-  int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms());
-  if (rc < 0 && errno != EINTR) {
-    throw Error(Status::SystemError, "poll failed: " + net::detail::error_text(errno));
+  epoll_event events[kEventsPerRound];
+  int n = ::epoll_wait(epoll.fd(), events, kEventsPerRound, poll_timeout_ms());
+  if (n < 0) {
+    if (errno != EINTR) {
+      throw Error(Status::SystemError, "epoll_wait failed: " + net::detail::error_text(errno));
+    }
+    n = 0;
   }
   if (stopping.load()) return;
-  if (fds[0].revents) drain_wake_pipe();
-  std::size_t polled = fds.size() - 2;  // connections accepted below were not polled
-  if (fds[1].revents) accept_new();
-  for (std::size_t i = 0; i < polled; ++i) {
-    if (fds[i + 2].revents) on_events(*connections[i], fds[i + 2].revents);
+  for (int i = 0; i < n; ++i) {
+    void* tag = events[i].data.ptr;
+    if (tag == &wake_read) {
+      drain_wake_pipe();
+    } else if (tag == &listener) {
+      accept_new();
+    } else {
+      on_events(*static_cast<Connection*>(tag), events[i].events);
+    }
+  }
+  if (!accepting && Clock::now() >= accept_paused_until) {
+    accepting = true;
+    watch(listener.fd(), EPOLLIN, &listener);
   }
   handle_buffered_units();
   expire_timers();
-  std::erase_if(connections, [](const auto& c) { return c->dead; });
-}
-
-/// The wake-up pipe, the listener (unless accepting is paused), then every
-/// connection in order. A connection asks for input only when it may read its
-/// next unit; it always asks for POLLRDHUP so that a client vanishing while
-/// parked is noticed.
-std::vector<pollfd> StoreServer::Impl::poll_set() const {
-  std::vector<pollfd> fds;
-  fds.reserve(connections.size() + 2);
-  fds.push_back({wake_read.fd(), POLLIN, 0});
-  bool accepting = Clock::now() >= accept_paused_until;
-  fds.push_back({listener.fd(), static_cast<short>(accepting ? POLLIN : 0), 0});
-  for (const auto& c : connections) {
-    short events = POLLRDHUP;
-    if (wants_input(*c)) events |= POLLIN;
-    if (c->out_sent < c->out.size()) events |= POLLOUT;
-    fds.push_back({c->socket.fd(), events, 0});
-  }
-  return fds;
+  settle();
 }
 
 void StoreServer::Impl::drain_wake_pipe() {
@@ -95,14 +107,10 @@ void StoreServer::Impl::drain_wake_pipe() {
   }
 }
 
-int StoreServer::Impl::poll_timeout_ms() const {
+int StoreServer::Impl::poll_timeout_ms() {
   std::optional<Deadline> next;
-  auto consider = [&next](Deadline d) { next = next ? std::min(*next, d) : d; };
-  if (Clock::now() < accept_paused_until) consider(accept_paused_until);
-  for (const auto& c : connections) {
-    if (c->handshake) consider(c->handshake_deadline);
-    if (c->parked) consider(c->parked_deadline);
-  }
+  if (!accepting) next = accept_paused_until;
+  if (!timers.empty() && (!next || timers.begin()->first < *next)) next = timers.begin()->first;
   return next ? remaining_ms(*next) : -1;
 }
 
@@ -115,28 +123,64 @@ void StoreServer::Impl::accept_new() {
         // Out of descriptors: the listener stays readable, so pause instead of spinning.
         log(LogLevel::Warn, "store server: accept failed: " + net::detail::error_text(code));
         accept_paused_until = deadline_after(std::chrono::milliseconds(100));
+        accepting = false;
+        watch(listener.fd(), 0, &listener);
       }
       return;  // EAGAIN (no more), or a connection that vanished
     }
-    auto c = std::make_unique<Connection>();
-    c->socket = net::Socket(fd);
-    c->peer = net::detail::peer_name(fd);
-    c->handshake.emplace(secret, "store");
-    c->handshake_deadline = deadline_after(kHandshakeTimeout);
-    const auto& challenge = c->handshake->challenge();
-    reply(*c, std::string(challenge.begin(), challenge.end()));
-    connections.push_back(std::move(c));
+    auto owned = std::make_unique<Connection>();
+    Connection& c = *owned;
+    c.socket = net::Socket(fd);
+    c.peer = net::detail::peer_name(fd);
+    c.handshake.emplace(secret, "store");
+    c.handshake_deadline = deadline_after(kHandshakeTimeout);
+    connections.emplace(&c, std::move(owned));
+    touch(c);
+    const auto& challenge = c.handshake->challenge();
+    reply(c, std::string(challenge.begin(), challenge.end()));
   }
 }
 
-void StoreServer::Impl::on_events(Connection& c, short revents) {
-  if (revents & POLLOUT) flush(c);
+void StoreServer::Impl::on_events(Connection& c, std::uint32_t events) {
+  touch(c);
+  if (events & EPOLLOUT) flush(c);
   if (c.dead) return;
-  if (wants_input(c) && (revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
+  if (wants_input(c) && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
     read_some(c);
-  } else if (revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+  } else if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     drop(c, LogLevel::Info, "closed the connection while a request was pending");
   }
+}
+
+void StoreServer::Impl::touch(Connection& c) {
+  if (c.touched) return;
+  c.touched = true;
+  touched.push_back(&c);
+}
+
+/// For every client touched this round: removes it when it died, else registers the events
+/// it now needs (input only when it may read its next unit; always EPOLLRDHUP, so that a
+/// client vanishing while parked is noticed) and files its deadline.
+void StoreServer::Impl::settle() {
+  for (Connection* c : touched) {
+    c->touched = false;
+    if (c->timer) timers.erase({*c->timer, c});
+    c->timer.reset();
+    if (c->dead) {
+      connections.erase(c);  // closing its socket took it out of the epoll set
+      continue;
+    }
+    c->timer = c->deadline();
+    if (c->timer) timers.insert({*c->timer, c});
+    std::uint32_t events = EPOLLRDHUP;
+    if (wants_input(*c)) events |= EPOLLIN;
+    if (c->out_sent < c->out.size()) events |= EPOLLOUT;
+    if (events != c->registered) {
+      watch(c->socket.fd(), events, c);
+      c->registered = events;
+    }
+  }
+  touched.clear();
 }
 
 void StoreServer::Impl::read_some(Connection& c) {
@@ -190,6 +234,8 @@ void StoreServer::Impl::flush(Connection& c) {
 
 void StoreServer::Impl::drop(Connection& c, LogLevel level, const std::string& why) {
   if (c.dead) return;
+  touch(c);
+  if (c.parked) unpark(c);
   c.dead = true;
   c.socket.close();
   if (log_enabled(level)) {

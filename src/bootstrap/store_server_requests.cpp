@@ -28,13 +28,14 @@ std::size_t bytes_needed(const Connection& c) {
 using store_server_detail::bytes_needed;
 
 void StoreServer::Impl::handle_buffered_units() {
-  // A Set may unpark another client whose next request is already buffered
-  // (it sends no new bytes, so poll() would not wake us): repeat until a pass
-  // makes no progress. Every pass that continues consumed at least one unit.
+  // Only clients touched this round can have a unit to handle. A Set may unpark another
+  // client (touching it) whose next request is already buffered (it sends no new bytes, so
+  // epoll would not wake us): repeat until a pass makes no progress. Every pass that
+  // continues consumed at least one unit.
   for (bool progress = true; progress;) {
     progress = false;
-    for (auto& c : connections) {
-      while (handle_next_unit(*c)) progress = true;
+    for (std::size_t i = 0; i < touched.size(); ++i) {
+      while (handle_next_unit(*touched[i])) progress = true;
     }
   }
 }
@@ -90,32 +91,64 @@ void StoreServer::Impl::handle_request(Connection& c) {
   std::optional<std::string> answer = table.execute(request);
   if (!answer) {
     c.parked_deadline = deadline_after(std::chrono::milliseconds(request.timeout_ms));
-    c.parked = std::move(request);
-    return;
+    return park(c, std::move(request));
   }
   reply(c, std::move(*answer));
-  if (table.changed()) wake_parked();
+  if (table.changed()) wake_parked(request.keys.front());
 }
 
-void StoreServer::Impl::wake_parked() {
-  for (auto& c : connections) {
-    if (!c->parked || c->dead) continue;
-    if (auto answer = table.answer_if_ready(*c->parked)) {
-      c->parked.reset();
+/// Parks `c`'s Get/Wait under the first key it lacks (some key is missing).
+void StoreServer::Impl::park(Connection& c, store_wire::Request request) {
+  const std::string* missing = table.first_missing(request.keys);
+  c.parked_on = missing ? *missing : request.keys.front();
+  c.parked = std::move(request);
+  parked_by_key.emplace(c.parked_on, &c);
+}
+
+void StoreServer::Impl::unpark(Connection& c) {
+  auto [begin, end] = parked_by_key.equal_range(c.parked_on);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second == &c) {
+      parked_by_key.erase(it);
+      break;
+    }
+  }
+  c.parked.reset();
+}
+
+/// Answers the clients parked on `key` (which now exists) whose keys all exist, and parks the
+/// others again under a key they still lack.
+void StoreServer::Impl::wake_parked(const std::string& key) {
+  auto [begin, end] = parked_by_key.equal_range(key);
+  std::vector<Connection*> waiting;
+  for (auto it = begin; it != end; ++it) waiting.push_back(it->second);
+  parked_by_key.erase(begin, end);
+  for (Connection* c : waiting) {
+    touch(*c);
+    store_wire::Request request = std::move(*c->parked);
+    c->parked.reset();
+    if (auto answer = table.answer_if_ready(request)) {
       reply(*c, std::move(*answer));
+    } else {
+      park(*c, std::move(request));
     }
   }
 }
 
 void StoreServer::Impl::expire_timers() {
-  Deadline now = Clock::now();
-  for (auto& c : connections) {
+  const Deadline now = Clock::now();
+  std::vector<Connection*> due;
+  for (auto it = timers.begin(); it != timers.end() && it->first <= now; ++it) {
+    due.push_back(it->second);
+  }
+  for (Connection* c : due) {
+    touch(*c);
     if (c->dead) continue;
     if (c->handshake && now >= c->handshake_deadline) {
       drop(*c, LogLevel::Warn, "did not authenticate within 5 s");
     } else if (c->parked && now >= c->parked_deadline) {
       std::string answer = table.timeout_reply(*c->parked);
-      c->parked.reset();
+      unpark(*c);
       reply(*c, std::move(answer));
     }
   }

@@ -74,10 +74,14 @@ std::string StoreTable::add(const std::string& key, std::int64_t delta) {
 }
 
 bool StoreTable::contains_all(const std::vector<std::string>& keys) const {
+  return first_missing(keys) == nullptr;
+}
+
+const std::string* StoreTable::first_missing(const std::vector<std::string>& keys) const {
   for (const auto& key : keys) {
-    if (!values_.count(key)) return false;
+    if (!values_.count(key)) return &key;
   }
-  return true;
+  return nullptr;
 }
 
 std::optional<std::string> StoreTable::answer_if_ready(const store_wire::Request& request) const {

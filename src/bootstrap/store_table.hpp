@@ -19,6 +19,8 @@ class StoreTable {
   std::optional<std::string> answer_if_ready(const store_wire::Request& request) const;
   /// For a parked Get/Wait whose time ran out: the Timeout reply naming the missing keys.
   std::string timeout_reply(const store_wire::Request& request) const;
+  /// A key of `keys` that does not exist, or null when all do.
+  const std::string* first_missing(const std::vector<std::string>& keys) const;
   /// True when the last execute() added or changed a key (parked requests may now finish).
   bool changed() const { return changed_; }
 

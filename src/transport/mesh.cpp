@@ -148,7 +148,8 @@ Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& 
     steps.mark("rings");
   }
   if (static_cast<int>(host_ranks.size()) == size) {  // one host: the shm_direct collectives
-    arena = HostArena::connect(store, rank, size, infos[0].token, options.deadline);
+    arena = HostArena::connect(store, rank, size, infos[0].token, options.deadline,
+                               options.shm_sized_for);
     steps.mark("arena");
   }
   shm.links.resize(size);

@@ -21,8 +21,8 @@ struct MeshOptions {
   std::string secret;          ///< proves membership on every data connection
   std::string advertise_host;  ///< CHORUS_SOCKET_IFNAME (net::advertised_address); "" = detect
   Deadline deadline;           ///< for the whole rendezvous
-  /// Shared-memory rings are sized for at least this many ranks on the host (see
-  /// shm/shm_mesh.hpp); a sub-communicator passes its parent's count.
+  /// Shared-memory rings and the host arena are sized for at least this many ranks on the
+  /// host (transport/shm_budget.hpp); a sub-communicator passes its parent's count.
   int shm_sized_for = 0;
 };
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <thread>
 
@@ -121,6 +122,20 @@ TEST_P(StoreTest, WaitTimesOutNamingTheMissingKeys) {
   }
 }
 
+TEST_P(StoreTest, WaitsAreAnsweredWhenTheirLastKeyArrivesInAnyOrder) {
+  auto writer = another_client();
+  auto second = another_client();
+  std::thread wait_ab([&] { store_->wait({"a", "b"}, deadline_after(5s)); });
+  std::thread get_b([&] { EXPECT_EQ(second->get("b", deadline_after(5s)), "2"); });
+  std::this_thread::sleep_for(50ms);
+  writer->set("unrelated", "0");
+  writer->set("a", "1");  // the wait is answered only once b exists too
+  std::this_thread::sleep_for(50ms);
+  writer->add("b", 2);
+  wait_ab.join();
+  get_b.join();
+}
+
 TEST_P(StoreTest, ManyThreadsCountAndMeet) {
   constexpr int kThreads = 8;
   constexpr int kAdds = 50;
@@ -177,6 +192,35 @@ TEST(TcpStore, LimitsAreCheckedBeforeSending) {
   for (int i = 0; i < 5000; ++i) many.push_back("k" + std::to_string(i));
   EXPECT_FALSE(store->check(many));  // split into several requests
   store->set("ok", "1");
+}
+
+/// Seconds per set + get round trip of one client, over `rounds` rounds.
+double round_trip_seconds(Store& store, int rounds) {
+  const auto start = Clock::now();
+  for (int i = 0; i < rounds; ++i) {
+    store.set("k", std::to_string(i));
+    store.get("k", deadline_after(5s));
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count() / rounds;
+}
+
+TEST(TcpStore, ARequestCostsTheSameWhateverTheNumberOfIdleClients) {
+  StoreServer server("127.0.0.1", 0, "s");
+  auto store = connect_store("127.0.0.1", server.port(), "s", deadline_after(5s));
+  round_trip_seconds(*store, 50);  // warm up
+  // The fastest of three batches each way, alternated: a loaded machine slows some batches.
+  double alone = 1e9, crowded = 1e9;
+  for (int batch = 0; batch < 3; ++batch) {
+    alone = std::min(alone, round_trip_seconds(*store, 200));
+    std::vector<std::shared_ptr<Store>> idle;
+    for (int i = 0; i < 2000; ++i) {
+      idle.push_back(connect_store("127.0.0.1", server.port(), "s", deadline_after(5s)));
+    }
+    crowded = std::min(crowded, round_trip_seconds(*store, 200));
+  }
+  // A loop over every client per request (poll) made this 19-130x slower.
+  EXPECT_LT(crowded, 4 * alone) << alone * 1e6 << " us alone, " << crowded * 1e6
+                                << " us beside 2000 idle clients";
 }
 
 TEST(TcpStore, WrongSecretCannotJoin) {

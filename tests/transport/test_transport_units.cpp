@@ -2,12 +2,14 @@
 // rendezvous record, the ABORT frame, the doorbell, shared-memory segments and
 // the per-peer framing/matching over a scripted link (garbage on the wire).
 #include "transport/abort_frame.hpp"
+#include "transport/arena/host_arena.hpp"
 #include "transport/arena/segment.hpp"
 #include "transport/doorbell.hpp"
 #include "transport/peer_channel.hpp"
 #include "transport/rank_info.hpp"
 #include "transport/shm/ring.hpp"
 #include "transport/shm/shm_mesh.hpp"
+#include "transport/shm_budget.hpp"
 #include "transport/wait_policy.hpp"
 
 #include <gtest/gtest.h>
@@ -262,27 +264,59 @@ TEST(Segment, AllocatesEveryPageAtCreation) {
   EXPECT_EQ(created->base()[bytes - 1], std::byte{0});
 }
 
-TEST(ShmRings, HoldAtMostEightMebibytesPerRankWhateverTheRankCount) {
-  ::unsetenv("CHORUS_SHM_RING_BYTES");
+TEST(ShmBudget, EightRanksKeepTheFullSizesAndAHostsPartsStayWithinTheirBudgets) {
   constexpr std::uint64_t KiB = 1024;
-  EXPECT_EQ(shm::ring_capacity(1), 1024 * KiB);
-  EXPECT_EQ(shm::ring_capacity(8), 1024 * KiB);  // 9 ranks: as many as before
-  EXPECT_EQ(shm::ring_capacity(9), 512 * KiB);
-  EXPECT_EQ(shm::ring_capacity(63), 128 * KiB);
-  EXPECT_EQ(shm::ring_capacity(511), 16 * KiB);
-  EXPECT_EQ(shm::ring_capacity(2047), 4 * KiB);
-  EXPECT_EQ(shm::ring_capacity(100000), 4 * KiB);  // the floor
-  for (int peers = 9; peers <= 2048; ++peers) {    // between the 1 MiB cap and the 4 KiB floor
-    const std::uint64_t rings = shm::ring_capacity(peers) * static_cast<std::uint64_t>(peers);
-    EXPECT_LE(rings, 8192 * KiB) << peers;
-    EXPECT_GT(2 * rings, 8192 * KiB) << peers << " peers: the largest power of two that fits";
+  for (int n = 1; n <= 8; ++n) {
+    EXPECT_EQ(shm_budget::ring_bytes(n), 1024 * KiB) << n;
+    EXPECT_EQ(shm_budget::arena_slot_bytes(n), 4096 * KiB) << n;
+    EXPECT_EQ(shm_budget::arena_lane_bytes(n), 4 * KiB) << n;
   }
-  ::setenv("CHORUS_SHM_RING_BYTES", "65536", 1);
-  EXPECT_EQ(shm::ring_capacity(1), 64 * KiB);
-  EXPECT_EQ(shm::ring_capacity(1000), 64 * KiB) << "an explicit size is kept";
-  ::setenv("CHORUS_SHM_RING_BYTES", "65537", 1);
-  EXPECT_THROW(shm::ring_capacity(1), Error);
+  EXPECT_EQ(shm_budget::ring_bytes(9), 512 * KiB);
+  EXPECT_EQ(shm_budget::ring_bytes(64), 16 * KiB);
+  EXPECT_EQ(shm_budget::ring_bytes(128), 4 * KiB);
+  EXPECT_EQ(shm_budget::ring_bytes(512), 256u);
+  EXPECT_EQ(shm_budget::ring_bytes(100000), 256u);  // the floor
+  EXPECT_EQ(shm_budget::arena_slot_bytes(512), 64 * KiB);
+  EXPECT_EQ(shm_budget::arena_slot_bytes(4096), 512 * KiB);  // 128 bytes per rank
+  EXPECT_EQ(shm_budget::arena_lane_bytes(512), 512u);
+  for (int n = 9; n <= 4096; ++n) {
+    const auto ranks = static_cast<std::uint64_t>(n);
+    const std::uint64_t ring = shm_budget::ring_bytes(n);
+    const std::uint64_t slot = shm_budget::arena_slot_bytes(n);
+    const std::uint64_t lane = shm_budget::arena_lane_bytes(n);
+    if (ring > shm_budget::kRingFloor) {
+      EXPECT_LE(ranks * (ranks - 1) * ring, 64 * KiB * KiB) << n;
+      EXPECT_GT(2 * ranks * (ranks - 1) * ring, 64 * KiB * KiB) << n << ": the largest that fits";
+    }
+    if (slot > 128 * ranks) EXPECT_LE(ranks * slot, 32 * KiB * KiB) << n;
+    EXPECT_GE(slot, 128 * ranks) << n;
+    if (lane > shm_budget::kLaneFloor) EXPECT_LE(ranks * kLanes * lane, 16 * KiB * KiB) << n;
+    EXPECT_LE(ring, shm_budget::ring_bytes(n - 1)) << n << ": never grows with the ranks";
+    EXPECT_LE(lane, shm_budget::arena_lane_bytes(n - 1)) << n;
+  }
+}
+
+TEST(ShmRings, FollowTheHostBudgetUnlessTheEnvironmentFixesThem) {
   ::unsetenv("CHORUS_SHM_RING_BYTES");
+  for (int n : {2, 8, 9, 64, 512}) EXPECT_EQ(shm::ring_capacity(n), shm_budget::ring_bytes(n));
+  ::setenv("CHORUS_SHM_RING_BYTES", "65536", 1);
+  EXPECT_EQ(shm::ring_capacity(2), 65536u);
+  EXPECT_EQ(shm::ring_capacity(1000), 65536u) << "an explicit size is kept";
+  ::setenv("CHORUS_SHM_RING_BYTES", "65537", 1);
+  EXPECT_THROW(shm::ring_capacity(2), Error);
+  ::setenv("CHORUS_SHM_RING_BYTES", "128", 1);
+  EXPECT_THROW(shm::ring_capacity(2), Error);
+  ::unsetenv("CHORUS_SHM_RING_BYTES");
+}
+
+TEST(HostArenaSlots, FollowTheHostBudgetUnlessTheEnvironmentFixesThem) {
+  ::unsetenv("CHORUS_SHM_ARENA_BYTES");
+  for (int n : {2, 8, 9, 64, 512}) {
+    EXPECT_EQ(HostArena::slot_bytes_for(n), shm_budget::arena_slot_bytes(n));
+  }
+  ::setenv("CHORUS_SHM_ARENA_BYTES", "1048576", 1);
+  EXPECT_EQ(HostArena::slot_bytes_for(512), 1048576u) << "an explicit size is kept";
+  ::unsetenv("CHORUS_SHM_ARENA_BYTES");
 }
 
 TEST(WaitPolicy, PollsWithACoreEachAndYieldsAtOnceWhenOversubscribed) {

@@ -3,6 +3,7 @@
 
 #include "bootstrap/store_exchange.hpp"
 #include "core/env.hpp"
+#include "transport/shm_budget.hpp"
 #include "transport/stall_probe.hpp"
 #include "transport/timeout_sentence.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::size_t kDefaultSlotBytes = std::size_t{4} << 20;
+static_assert(kLanes == shm_budget::kLanesPerRank);
 constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
 constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
 /// Watcher passes while waiting: every millisecond, or every 20 us per rank when that is
@@ -50,10 +51,13 @@ std::size_t header_bytes(int size) {
          sizeof(DoorbellWord) * (static_cast<std::size_t>(size) + 1);
 }
 
-constexpr std::size_t kLanesBytes = kLaneBytes * kLanes;
+/// One rank's part after the header: its halves, then its lanes.
+std::size_t stride_bytes(std::size_t slot_bytes, std::size_t lane_bytes) {
+  return slot_bytes + lane_bytes * kLanes;
+}
 
-std::size_t segment_bytes(int size, std::size_t slot_bytes) {
-  return header_bytes(size) + (slot_bytes + kLanesBytes) * static_cast<std::size_t>(size);
+std::size_t segment_bytes(int size, std::size_t stride) {
+  return header_bytes(size) + stride * static_cast<std::size_t>(size);
 }
 
 std::uint64_t shape_of(const Fingerprint& call) {
@@ -75,25 +79,31 @@ Fingerprint unpack(std::uint64_t seq, std::uint64_t count, std::uint64_t shape) 
 
 }  // namespace
 
-std::size_t HostArena::slot_bytes_from_env() {
+std::size_t HostArena::slot_bytes_for(int host_ranks) {
   std::string text = env_or("CHORUS_SHM_ARENA_BYTES", "");
-  return text.empty() ? kDefaultSlotBytes : parse_slot_bytes(text, "CHORUS_SHM_ARENA_BYTES");
+  if (text.empty()) return shm_budget::arena_slot_bytes(host_ranks);
+  return parse_slot_bytes(text, "CHORUS_SHM_ARENA_BYTES");
 }
 
 std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
-                                              const std::string& token, Deadline deadline) {
+                                              const std::string& token, Deadline deadline,
+                                              int sized_for) {
   std::shared_ptr<Segment> segment;
   std::size_t slot_bytes = 0;
+  const int host_ranks = std::max(size, sized_for);
+  const auto lane_bytes = static_cast<std::size_t>(shm_budget::arena_lane_bytes(host_ranks));
   if (rank == 0) {
     // A round must hold one 8-byte element per rank (reduce-scatter, scatter, all-to-all).
-    slot_bytes = std::max(slot_bytes_from_env(), 128 * static_cast<std::size_t>(size));
-    segment = Segment::create("chorus-" + token + "-arena", segment_bytes(size, slot_bytes),
+    slot_bytes = std::max(slot_bytes_for(host_ranks), 128 * static_cast<std::size_t>(size));
+    segment = Segment::create("chorus-" + token + "-arena",
+                              segment_bytes(size, stride_bytes(slot_bytes, lane_bytes)),
                               /*map_whole=*/false);
     store.set(ready_key(), SegmentNotice{std::to_string(slot_bytes), segment->locator()}.text());
   } else {
     const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(), deadline));
     slot_bytes = parse_slot_bytes(notice.field, "the arena slot size");
-    segment = Segment::open(notice.locator, segment_bytes(size, slot_bytes), deadline);
+    segment = Segment::open(notice.locator,
+                            segment_bytes(size, stride_bytes(slot_bytes, lane_bytes)), deadline);
   }
   // This rank's flag line, the doorbells it rings and its slot; the peers' parts fault in
   // when read.
@@ -102,20 +112,24 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
   segment->populate(sizeof(FlagLine) * r, sizeof(FlagLine));
   segment->populate(sizeof(FlagLine) * n, sizeof(DoorbellWord));
   segment->populate(sizeof(FlagLine) * n + sizeof(DoorbellWord) * (r + 1), sizeof(DoorbellWord));
-  segment->populate(header_bytes(size) + (slot_bytes + kLanesBytes) * r, slot_bytes + kLanesBytes);
+  const std::size_t stride = stride_bytes(slot_bytes, lane_bytes);
+  segment->populate(header_bytes(size) + stride * r, stride);
   store_barrier(store, mapped_key(), size, deadline);
   if (rank == 0) segment->withdraw();
-  return std::unique_ptr<HostArena>(new HostArena(std::move(segment), rank, size, slot_bytes));
+  return std::unique_ptr<HostArena>(
+      new HostArena(std::move(segment), rank, size, slot_bytes, lane_bytes));
 }
 
-HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes)
+HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes,
+                     std::size_t lane_bytes)
     : segment_(std::move(segment)),
       rank_(rank),
       size_(size),
       slot_bytes_(slot_bytes),
       check_period_(check_period(size)),
-      stride_(slot_bytes + kLanesBytes),
-      half_bytes_(slot_bytes / 2) {
+      stride_(stride_bytes(slot_bytes, lane_bytes)),
+      half_bytes_(slot_bytes / 2),
+      lane_bytes_(lane_bytes) {
   std::byte* base = segment_->base();
   seen_.assign(static_cast<std::size_t>(size), 0);
   checked_.assign(static_cast<std::size_t>(size), 0);
@@ -140,7 +154,7 @@ void HostArena::begin_call(const Fingerprint& call, Clock::time_point now) {
 
 std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
   const std::uint64_t g = round_ + 1;
-  const bool small = bytes <= kLaneBytes;
+  const bool small = bytes <= lane_bytes_;
   // The round whose reading must be over everywhere: the last user of g's buffer.
   const std::uint64_t lanes = static_cast<std::uint64_t>(kLanes);
   const std::uint64_t done = small ? (g >= lanes ? g - lanes + 1 : 0) : g - 1;

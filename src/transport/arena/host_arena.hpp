@@ -2,8 +2,9 @@
 // live on one host, in which the shm_direct collectives work directly.
 //
 // Layout: [FlagLine x n][DoorbellWord x (n + 1)][slot 0] ... [slot n-1]. Each slot (one
-// per rank) is two halves of CHORUS_SHM_ARENA_BYTES / 2 each, then kLanes lanes
-// of kLaneBytes. A round that writes at most kLaneBytes into any rank's buffer
+// per rank) is two halves of half the slot bytes each (CHORUS_SHM_ARENA_BYTES, or
+// shm_budget::arena_slot_bytes), then kLanes lanes of lane_bytes() (shm_budget::
+// arena_lane_bytes). A round that writes at most lane_bytes() into any rank's buffer
 // (the caller says so in begin_round) is a small round and uses lane g % kLanes;
 // any other round g uses half g % 2. So a rank may fill round g + 1 while slower
 // ranks still read round g, and small rounds (rooted collectives of small
@@ -78,9 +79,8 @@ struct alignas(32) RoundRecord {
   std::atomic<std::uint64_t> shape{0};  ///< root, collective, dtype, op packed
 };
 
-/// Small rounds in flight per rank, and the bytes a small round gives each rank.
+/// Small rounds in flight per rank (each in a lane of HostArena::lane_bytes()).
 inline constexpr int kLanes = 64;
-inline constexpr std::size_t kLaneBytes = 4096;
 /// The bytes a tiny round gives each rank, in its record line.
 inline constexpr std::size_t kInlineBytes = 24;
 
@@ -101,20 +101,26 @@ struct alignas(64) FlagLine {
 
 class HostArena {
  public:
-  /// Per-rank slot bytes: CHORUS_SHM_ARENA_BYTES (4096 .. 1 GiB), default 4 MiB. The
-  /// arena uses at least 128 bytes per rank, so a round holds 8 bytes per rank.
-  static std::size_t slot_bytes_from_env();
+  /// Per-rank slot bytes on a host of `host_ranks` ranks: CHORUS_SHM_ARENA_BYTES (4096 ..
+  /// 1 GiB) when set, else shm_budget::arena_slot_bytes (4 MiB up to 8 ranks). The arena
+  /// uses at least 128 bytes per rank, so a round holds 8 bytes per rank.
+  static std::size_t slot_bytes_for(int host_ranks);
 
   /// Collective over the `size` ranks of a communicator on one host: rank 0
   /// creates the segment (named after its random `token`), the others map it,
   /// rank 0 withdraws it once all have. Store keys "transport/arena/...".
+  /// `sized_for`: size the slots and lanes for at least this many ranks on the host (a
+  /// sub-communicator passes its parent's count, as for the rings).
   static std::unique_ptr<HostArena> connect(Store& store, int rank, int size,
-                                            const std::string& token, Deadline deadline);
+                                            const std::string& token, Deadline deadline,
+                                            int sized_for = 0);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   /// Bytes each rank may use per round (half a slot, a multiple of 64).
   std::size_t round_bytes() const { return half_bytes_; }
+  /// Bytes of each lane: a round of at most this many bytes per rank is a small round.
+  std::size_t lane_bytes() const { return lane_bytes_; }
   /// Passed to begin_round by a caller that does not say how much a round holds.
   static constexpr std::size_t kWholeRound = ~std::size_t{0};
   /// Rank `r`'s buffer in round `round`.
@@ -135,7 +141,7 @@ class HostArena {
   /// Starts the next round and returns its number: waits until this rank may
   /// reuse the buffer and round record of that round, then publishes the record.
   /// `bytes`: the most any rank writes into its buffer in this round, the same on
-  /// every rank (a function of the call); at most kLaneBytes makes it a small round, at
+  /// every rank (a function of the call); at most lane_bytes() makes it a small round, at
   /// most kInlineBytes a tiny one.
   std::uint64_t begin_round(Deadline deadline, std::size_t bytes = kWholeRound);
   /// Publishes `value` as this rank's flag and wakes sleepers.
@@ -171,7 +177,8 @@ class HostArena {
   WindowTable& windows() { return windows_; }
 
  private:
-  HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes);
+  HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes,
+            std::size_t lane_bytes);
   FlagLine& line(int r) const;
   /// Rank r's own doorbell: its posts ring it, waits for r alone sleep on it.
   Doorbell posted_bell(int r) const { return Doorbell(bells_ + 1 + r); }
@@ -202,6 +209,7 @@ class HostArena {
   Clock::duration check_period_;  ///< between watcher passes while waiting
   std::size_t stride_;            ///< from one rank's slot to the next: halves and lanes
   std::size_t half_bytes_;
+  std::size_t lane_bytes_;
   FlagLine* lines_ = nullptr;  ///< the segment's head: every rank's FlagLine
   std::byte* slots_ = nullptr;
   DoorbellWord* bells_ = nullptr;  ///< the arena's doorbell, then one per rank
@@ -246,7 +254,7 @@ inline std::byte* HostArena::buffer(int r, std::uint64_t round) const {
   std::byte* slot = slots_ + stride_ * static_cast<std::size_t>(r);
   const std::size_t lane = round % kLanes;
   if (tiny_rounds_[lane]) return line(r).rounds[lane].payload;
-  if (small_rounds_[lane]) return slot + slot_bytes_ + kLaneBytes * lane;
+  if (small_rounds_[lane]) return slot + slot_bytes_ + lane_bytes_ * lane;
   return slot + half_bytes_ * (round % 2);
 }
 

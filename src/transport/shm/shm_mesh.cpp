@@ -5,6 +5,7 @@
 #include "core/env.hpp"
 #include "transport/shm/inbox.hpp"
 #include "transport/shm/shm_link.hpp"
+#include "transport/shm_budget.hpp"
 
 #include <chorus/error.hpp>
 
@@ -15,9 +16,7 @@
 namespace chorus::transport::shm {
 namespace {
 
-constexpr std::uint64_t kDefaultRingBytes = std::uint64_t{1} << 20;
-constexpr std::uint64_t kInboxBudget = std::uint64_t{8} << 20;
-constexpr std::uint64_t kMinRingBytes = std::uint64_t{4} << 10;
+constexpr std::uint64_t kMinRingBytes = shm_budget::kRingFloor;
 constexpr std::uint64_t kMaxRingBytes = std::uint64_t{256} << 20;
 
 bool valid_capacity(std::uint64_t bytes) {
@@ -29,7 +28,7 @@ std::uint64_t parse_capacity(const std::string& text, const std::string& what) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || !valid_capacity(value)) {
     throw Error(Status::InvalidArgument,
-                what + " is \"" + text + "\"; expected a power of two from 4096 to 268435456");
+                what + " is \"" + text + "\"; expected a power of two from 256 to 268435456");
   }
   return value;
 }
@@ -41,14 +40,10 @@ int slot_of(const std::vector<int>& host_ranks, int rank) {
 
 }  // namespace
 
-std::uint64_t ring_capacity(int peers) {
+std::uint64_t ring_capacity(int host_ranks) {
   std::string text = env_or("CHORUS_SHM_RING_BYTES", "");
   if (!text.empty()) return parse_capacity(text, "CHORUS_SHM_RING_BYTES");
-  std::uint64_t bytes = kDefaultRingBytes;
-  while (bytes > kMinRingBytes && bytes * static_cast<std::uint64_t>(peers) > kInboxBudget) {
-    bytes /= 2;
-  }
-  return bytes;
+  return shm_budget::ring_bytes(host_ranks);
 }
 
 ShmMesh connect_shm_mesh(Store& store, int rank, const std::vector<int>& host_ranks,
@@ -59,7 +54,7 @@ ShmMesh connect_shm_mesh(Store& store, int rank, const std::vector<int>& host_ra
   std::shared_ptr<Segment> segment;
   InboxGeometry geometry{slots, 0};
   if (rank == leader) {
-    geometry.ring_capacity = ring_capacity(std::max(slots, options.sized_for) - 1);
+    geometry.ring_capacity = ring_capacity(std::max(slots, options.sized_for));
     segment = create_inboxes(inbox_name(infos[rank].token, rank), host_ranks, geometry);
     store.set(ready_key,
               SegmentNotice{std::to_string(geometry.ring_capacity), segment->locator()}.text());

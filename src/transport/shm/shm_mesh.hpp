@@ -6,9 +6,9 @@
 // have. Nothing ever appears in /dev/shm. A rank makes 3 store requests (a get
 // and a barrier, bootstrap/store_exchange.hpp), the creator 3.
 //
-// Memory: a rank's inbox holds one ring per same-host peer, each at most 1 MiB and
-// halved until the rings fit in 8 MiB (at least 4 KiB each), so a host's rings take
-// at most 8 MiB per rank (4 KiB per peer past 2048 ranks) instead of 1 MiB per pair.
+// Memory: a rank's inbox holds one ring per same-host peer, of shm_budget::ring_bytes:
+// 1 MiB up to 8 ranks on the host, then shrinking so that the host's rings take at most
+// 64 MiB (256 B each past 512 ranks).
 //
 // Store keys (inside the communicator's namespace), per host named by its first rank f:
 // "transport/shm/ready/<f>" ("<ring capacity in bytes> <segment locator>") and the
@@ -30,10 +30,9 @@ struct ShmMesh {
   Doorbell doorbell;                         ///< this rank's; mapped while the links live
 };
 
-/// Ring capacity for a rank with `peers` same-host peers: CHORUS_SHM_RING_BYTES when set
-/// (a power of two, 4 KiB .. 256 MiB), else the largest power of two from 4 KiB to
-/// 1 MiB whose `peers` rings fit in 8 MiB (or 4 KiB).
-std::uint64_t ring_capacity(int peers);
+/// Ring capacity on a host of `host_ranks` ranks: CHORUS_SHM_RING_BYTES when set (a power
+/// of two, 256 B .. 256 MiB), else shm_budget::ring_bytes(host_ranks).
+std::uint64_t ring_capacity(int host_ranks);
 
 struct ShmOptions {
   /// Rings are sized for at least this many ranks on the host: a sub-communicator
