@@ -5,7 +5,8 @@
 // embeds the tokens, the last also applies the final LayerNorm, the tied logits and the loss.
 // A step runs this rank's action list of a verified schedule: activations and gradients move
 // between neighbour stages as shape-and-dtype-carrying messages over the pipeline group
-// (non-blocking sends, each receive matched by a tag naming its kind, micro-batch and stage);
+// (non-blocking sends, receives posted ahead of need, each matched by a tag naming its kind,
+// micro-batch and stage);
 // parameter gradients accumulate over the micro-batches; the loss of micro-batch i is
 // Σ token losses_i / (tokens of all micro-batches), so the step's loss — their sum — and the
 // gradients equal the one-process model's on the whole batch. With tied embeddings across
@@ -69,6 +70,14 @@ CHORUS_EXPORT std::vector<MicroBatch> split_micro_batches(const at::Tensor& toke
 CHORUS_EXPORT std::vector<std::int64_t> gpt_stage_layers(const GptConfig& config,
                                                          const PipelineOptions& options);
 
+/// What one run of a rank's actions (a forward_backward or an evaluate) did, in seconds since
+/// it began: each computation's start and end, and each receive's start (when its receive was
+/// posted, ahead of need where the schedule lets it) and end (when its tensor had arrived).
+struct PipelineRecord {
+  std::vector<TimedAction> computations;
+  std::vector<TimedAction> receives;
+};
+
 class CHORUS_EXPORT GptPipeline {
  public:
   /// Collective-free. Builds the schedule and verifies it, cuts the blocks, builds the model.
@@ -125,6 +134,8 @@ class CHORUS_EXPORT GptPipeline {
   const PipelineSchedule& schedule() const;
   /// The verifier's report of the schedule (its bubble under options.costs).
   const ScheduleReport& report() const;
+  /// This rank's record of the last forward_backward or evaluate.
+  const PipelineRecord& last_record() const;
   /// Blocks per virtual stage.
   const std::vector<std::int64_t>& layers_per_stage() const;
   /// The model's parts this rank built (GptParts).

@@ -166,6 +166,7 @@ std::vector<at::Tensor> GptPipeline::parameters() const {
 bool GptPipeline::holds_loss() const { return impl_->holds_last(); }
 const PipelineSchedule& GptPipeline::schedule() const { return impl_->schedule; }
 const ScheduleReport& GptPipeline::report() const { return impl_->report; }
+const PipelineRecord& GptPipeline::last_record() const { return impl_->record; }
 const std::vector<std::int64_t>& GptPipeline::layers_per_stage() const { return impl_->layers; }
 const GptModel& GptPipeline::model() const { return impl_->model; }
 

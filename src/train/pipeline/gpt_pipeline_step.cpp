@@ -90,9 +90,12 @@ void GptPipeline::Impl::backward(int i, int chunk, Op op) {
   if (op != Op::BackwardInput) slot = MicroBatchSlot{{}, {}, {}, {}, slot.input_grad};
 }
 
-void GptPipeline::Impl::run(const PipelineAction& a) {
+void GptPipeline::Impl::run(const std::vector<PipelineAction>& actions, std::size_t k) {
+  const PipelineAction& a = actions[k];
   const int i = a.micro_batch, c = a.chunk, s = stage(c);
   MicroBatchSlot& slot = slots[c][i];
+  if (a.peer < 0) post_ahead(actions, k);  // a computation
+  const double start = seconds();
   switch (a.op) {
     case Op::Forward:
       forward(i, c);
@@ -104,20 +107,51 @@ void GptPipeline::Impl::run(const PipelineAction& a) {
       break;
     case Op::SendActivation:
       sends.push_back(detail::send_tensor(groups.pp, slot.output, a.peer, tag(0, s + 1, i), s));
-      break;
+      return;
     case Op::SendGradient:
       sends.push_back(detail::send_tensor(groups.pp, slot.input_grad, a.peer, tag(1, s - 1, i), s));
-      break;
+      return;
     case Op::RecvActivation:
-      slot.input =
-          detail::recv_tensor(groups.pp, a.peer, tag(0, s, i), expected("activation", i, s - 1, s))
-              .requires_grad_();
-      break;
+      slot.input = receive(a, k).requires_grad_();
+      return;
     case Op::RecvGradient:
-      slot.output_grad =
-          detail::recv_tensor(groups.pp, a.peer, tag(1, s, i), expected("gradient", i, s + 1, s));
-      break;
+      slot.output_grad = receive(a, k);
+      return;
   }
+  record.computations.push_back({a, start, seconds()});
+}
+
+double GptPipeline::Impl::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
+GptPipeline::Impl::Posted GptPipeline::Impl::post(const PipelineAction& a) const {
+  const int i = a.micro_batch, s = stage(a.chunk);
+  const bool activation = a.op == Op::RecvActivation;
+  const int from = activation ? s - 1 : s + 1;
+  return {detail::post_recv(groups.pp, a.peer, tag(activation ? 0 : 1, s, i),
+                            expected(activation ? "activation" : "gradient", i, from, s)),
+          seconds()};
+}
+
+void GptPipeline::Impl::post_ahead(const std::vector<PipelineAction>& actions, std::size_t k) {
+  for (std::size_t j = k + 1; j < actions.size(); ++j) {
+    const Op op = actions[j].op;
+    if (op != Op::RecvActivation && op != Op::RecvGradient) {
+      if (op == Op::SendActivation || op == Op::SendGradient) continue;
+      break;  // the next computation
+    }
+    if (posted.count(j) == 0) posted.emplace(j, post(actions[j]));
+  }
+}
+
+at::Tensor GptPipeline::Impl::receive(const PipelineAction& a, std::size_t k) {
+  auto it = posted.find(k);
+  if (it == posted.end()) it = posted.emplace(k, post(a)).first;
+  const at::Tensor out = detail::finish_recv(groups.pp, it->second.recv);
+  record.receives.push_back({a, it->second.at, seconds()});
+  posted.erase(it);
+  return out;
 }
 
 void GptPipeline::Impl::reduce_tied_embedding() {
@@ -149,9 +183,13 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
   slots.assign(static_cast<std::size_t>(schedule.chunks()),
                std::vector<MicroBatchSlot>(micro_batches.size()));
   step_loss = at::Tensor();
+  record = {};
+  began = std::chrono::steady_clock::now();
   try {
     for (std::size_t k = 0; k < actions.size(); ++k) {
-      run(actions[k]);
+      // Headers that arrived meanwhile: their payloads' receives are posted now.
+      for (auto& [index, p] : posted) detail::advance_recv(groups.pp, p.recv);
+      run(actions, k);
       if (reducer == nullptr) continue;
       for (int c = 0; c < schedule.chunks(); ++c)
         if (last_gradient_action[static_cast<std::size_t>(c)] == k) mark_chunk_ready(c);
@@ -169,6 +207,7 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
     throw;
   }
   sends.clear();
+  posted.clear();
   slots.clear();
   batch = nullptr;
   at::Tensor loss = std::exchange(step_loss, at::Tensor());
