@@ -54,8 +54,24 @@ GptParts stage_parts(const PipelineSchedule& schedule, int r,
   return parts;
 }
 
-/// Rank `r`'s parts of the model (stage_parts), over the cp group too when there is one.
-GptModel stage_model(const GptConfig& c, const PipelineGroups& g, const GptParts& parts) {
+/// Whether `schedule` splits the backward into B and W.
+bool splits_backward(const PipelineSchedule& schedule) {
+  for (const auto& actions : schedule.ranks)
+    for (const PipelineAction& a : actions)
+      if (a.op == PipelineOp::BackwardWeight) return true;
+  return false;
+}
+
+/// Rank `r`'s parts of the model (stage_parts), over the cp group too when there is one; its
+/// linear layers defer their weight gradients when the schedule has W steps, which flush the
+/// whole model's: so such a schedule needs one chunk per rank.
+GptModel stage_model(GptConfig c, const PipelineGroups& g, const PipelineSchedule& schedule,
+                     const GptParts& parts) {
+  c.defer_weight_gradients = splits_backward(schedule);
+  require_argument(!c.defer_weight_gradients || schedule.chunks() == 1,
+                   "GptPipeline: a schedule with weight-gradient steps needs one chunk per "
+                   "rank; it has " +
+                       std::to_string(schedule.chunks()));
   return g.cp ? GptModel(c, g.tp, *g.cp, parts) : GptModel(c, g.tp, parts);
 }
 
@@ -75,7 +91,7 @@ GptPipeline::Impl::Impl(const GptConfig& c, const PipelineGroups& g, const Pipel
       schedule(make_schedule(o.schedule)),
       report(verify_schedule(schedule, o.costs)),
       layers(gpt_stage_layers(c, o)),
-      model(stage_model(c, g, stage_parts(schedule, g.pp.rank(), layers))) {
+      model(stage_model(c, g, schedule, stage_parts(schedule, g.pp.rank(), layers))) {
   std::int64_t next = 0;
   for (std::int64_t n : layers) first.push_back(std::exchange(next, next + n));
   const auto& actions = schedule.ranks[static_cast<std::size_t>(rank())];
@@ -91,13 +107,6 @@ bool GptPipeline::Impl::stage_owns(const std::string& name, int s) const {
   if (name == "embedding.weight") return s == 0 || s == last_stage();
   if (name == "position_embedding.weight") return s == 0;
   return s == last_stage();  // the final norm
-}
-
-std::vector<at::Tensor> GptPipeline::Impl::chunk_parameters(int chunk) const {
-  std::vector<at::Tensor> out;
-  for (const GptParameter& p : model.named_parameters())
-    if (stage_owns(p.name, stage(chunk))) out.push_back(p.tensor);
-  return out;
 }
 
 std::vector<MicroBatch> split_micro_batches(const at::Tensor& tokens, const at::Tensor& targets,

@@ -65,7 +65,6 @@ struct GptPipeline::Impl {
   bool holds_last() const { return rank() == p() - 1; }
   /// Whether virtual stage `stage` trains the parameter called `name`.
   bool stage_owns(const std::string& name, int stage) const;
-  std::vector<at::Tensor> chunk_parameters(int chunk) const;
 
   at::Tensor step(const std::vector<MicroBatch>& micro_batches, GradientReducer* reducer,
                   const DropoutPosition& position);

@@ -2,11 +2,11 @@
 //
 // Each chunk's input on a stage after the first is a leaf that requires grad, so a chunk's
 // backward ends at its input and yields the gradient to send. A full backward is
-// Tensor::backward (accumulating into the parameters' gradients); the split backward of
-// zero-bubble schedules takes the input gradient with autograd::grad(retain_graph) and, at W,
-// the chunk's parameter gradients with a second autograd::grad, added to their .grad (W runs
-// the graph's backward again, so it costs a full backward here; the deferred weight-gradient
-// linear layers would make it cost only the weight part).
+// Tensor::backward (accumulating into the parameters' gradients). Under a schedule that splits
+// the backward, the model's linear layers defer their weight gradients (GptConfig::
+// defer_weight_gradients): B is the same Tensor::backward, which then computes the input
+// gradients and every other parameter's gradient, and W is GptModel::compute_weight_gradients(),
+// which adds the pending weight gradients (dyᵀ·x per linear layer) to their .grad.
 #include "gpt_pipeline_impl.hpp"
 
 #include "../autograd/tensor_collectives.hpp"
@@ -15,7 +15,6 @@
 #include <chorus/train/tensor_parallel.hpp>
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
 #include <string>
@@ -62,32 +61,18 @@ void GptPipeline::Impl::hand_over_input_grad(int i, int chunk) {
 }
 
 void GptPipeline::Impl::backward(int i, int chunk, Op op) {
+  if (op == Op::BackwardWeight) {
+    model.compute_weight_gradients();  // the rank's one chunk: its pending weight gradients
+    return;
+  }
   const int s = stage(chunk);
   MicroBatchSlot& slot = slots[chunk][i];
-  const bool last = s == last_stage();
-  const at::Tensor& target = last ? slot.loss : slot.output;
-  const std::vector<at::Tensor> grad =
-      last ? std::vector<at::Tensor>{} : std::vector<at::Tensor>{slot.output_grad};
-  if (op == Op::Backward) {
-    last ? slot.loss.backward() : slot.output.backward(slot.output_grad);
-    if (s > 0) slot.input_grad = slot.input.grad();
-  } else if (op == Op::BackwardInput) {
-    if (s > 0) slot.input_grad = torch::autograd::grad({target}, {slot.input}, grad, true)[0];
-  } else {  // BackwardWeight
-    const std::vector<at::Tensor> params = chunk_parameters(chunk);
-    const auto grads = torch::autograd::grad({target}, params, grad, false, false, true);
-    at::NoGradGuard no_grad;
-    for (std::size_t k = 0; k < params.size(); ++k) {
-      if (!grads[k].defined()) continue;
-      at::Tensor p = params[k];
-      if (p.grad().defined())
-        p.mutable_grad().add_(grads[k]);
-      else
-        p.mutable_grad() = grads[k];
-    }
-  }
-  if (op != Op::BackwardWeight) hand_over_input_grad(i, chunk);
-  if (op != Op::BackwardInput) slot = MicroBatchSlot{{}, {}, {}, {}, slot.input_grad};
+  // A full backward, or B: the same call, the model's linear layers leaving their weight
+  // gradients pending for W when the schedule splits the backward.
+  s == last_stage() ? slot.loss.backward() : slot.output.backward(slot.output_grad);
+  if (s > 0) slot.input_grad = slot.input.grad();
+  hand_over_input_grad(i, chunk);
+  slot = MicroBatchSlot{{}, {}, {}, {}, slot.input_grad};
 }
 
 void GptPipeline::Impl::run(const std::vector<PipelineAction>& actions, std::size_t k) {

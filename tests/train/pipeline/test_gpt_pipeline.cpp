@@ -147,6 +147,32 @@ TEST(GptPipeline, LedgerHoldsExactlyTheStageMessages) {
   });
 }
 
+/// This rank's ledger totals of one step of `schedule` on pp 2 × tp 2.
+LedgerTotals ledger_of_step(const Mesh& mesh, ScheduleKind kind) {
+  GptPipeline pipeline(config(4), groups_of(mesh), options(kind, 2, 4));
+  mesh.ledger()->clear();
+  mesh.ledger()->enable();
+  const auto [tokens, targets] = batch(0, 8);
+  pipeline.forward_backward(split_micro_batches(tokens, targets, 4));
+  mesh.ledger()->disable();
+  EXPECT_EQ(pipeline.model().pending_weight_gradients(), 0u);
+  EXPECT_EQ(pipeline.model().config().defer_weight_gradients, kind == ScheduleKind::ZeroBubbleH1);
+  return mesh.ledger()->totals();
+}
+
+// ZB-H1's W computes the deferred weight gradients (dyᵀ·x of the stage's linear layers) and
+// nothing else: its step issues exactly 1F1B's collectives, where running the backward again
+// at W would repeat the tensor-parallel all-reduces of the input gradients.
+TEST(GptPipeline, ZeroBubbleWComputesOnlyTheWeightGradients) {
+  chorus::testing::ThreadJob job(4);
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.pp = 2, .tp = 2}, .embedding_group = true});
+    const LedgerTotals one_f_one_b = ledger_of_step(mesh, ScheduleKind::OneFOneB);
+    EXPECT_EQ(ledger_of_step(mesh, ScheduleKind::ZeroBubbleH1), one_f_one_b);
+  });
+}
+
 /// The start recorded for `action` in `timed` (which holds it once).
 double start_of(const std::vector<TimedAction>& timed, const PipelineAction& action) {
   const auto it = std::find_if(timed.begin(), timed.end(),
