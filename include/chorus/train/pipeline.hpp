@@ -39,6 +39,11 @@ struct PipelineOptions {
   /// parameter count (balanced_partition, the embedding counted on the first and last stage).
   std::vector<std::int64_t> layers_per_stage;
   ActionCosts costs;  ///< for the verifier's bubble (report())
+  /// Seconds per unit of `costs`; above 0 every computation is replaced by a sleep of its cost
+  /// (a full backward: backward_input + backward_weight) that leaves zeros where it would leave
+  /// an activation or a gradient, while the messages between stages stay real: so ranks that
+  /// share cores show the schedule's own bubble. No loss, no parameter gradient.
+  double synthetic_compute = 0;
 };
 
 /// The groups a pipeline runs on. `embedding` ({first, last stage}, Mesh::embedding()) is
@@ -77,6 +82,12 @@ struct PipelineRecord {
   std::vector<TimedAction> computations;
   std::vector<TimedAction> receives;
 };
+
+/// The measured bubble of the pipeline ranks' last runs, from their records: 1 − Σ_r busy_r /
+/// (p · makespan), busy_r the sum of rank r's computation times and the makespan the latest
+/// end of a computation on any rank. Each record counts from its own rank's start, so the
+/// starts must be aligned (a barrier on `pp` before the run). Collective over `pp`.
+CHORUS_EXPORT double measured_bubble(const Group& pp, const PipelineRecord& record);
 
 class CHORUS_EXPORT GptPipeline {
  public:

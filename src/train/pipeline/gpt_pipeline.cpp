@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -123,6 +124,19 @@ std::vector<MicroBatch> split_micro_batches(const at::Tensor& tokens, const at::
   for (int i = 0; i < count; ++i)
     out.push_back({tokens.narrow(1, i * n, n), targets.narrow(1, i * n, n)});
   return out;
+}
+
+double measured_bubble(const Group& pp, const PipelineRecord& record) {
+  double busy_and_end[2] = {0, 0};
+  for (const TimedAction& t : record.computations) {
+    busy_and_end[0] += t.end - t.start;
+    busy_and_end[1] = std::max(busy_and_end[1], t.end);
+  }
+  Communicator comm = pp.comm;
+  double busy = 0, makespan = 0;
+  comm.all_reduce(&busy_and_end[0], &busy, 1, DataType::Float64, ReduceOp::Sum);
+  comm.all_reduce(&busy_and_end[1], &makespan, 1, DataType::Float64, ReduceOp::Max);
+  return makespan > 0 ? 1 - busy / (pp.size() * makespan) : 0;
 }
 
 GptPipeline::GptPipeline(const GptConfig& config, const PipelineGroups& groups,

@@ -83,6 +83,8 @@ struct GptPipeline::Impl {
   at::Tensor receive(const PipelineAction& a, std::size_t k);
   Posted post(const PipelineAction& a) const;
   double seconds() const;
+  /// A computation replaced by its sleep (PipelineOptions::synthetic_compute).
+  void synthetic(const PipelineAction& a);
   void forward(int i, int chunk);
   void backward(int i, int chunk, PipelineOp op);
   void hand_over_input_grad(int i, int chunk);

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace chorus::train {
@@ -81,6 +82,11 @@ void GptPipeline::Impl::run(const std::vector<PipelineAction>& actions, std::siz
   MicroBatchSlot& slot = slots[c][i];
   if (a.peer < 0) post_ahead(actions, k);  // a computation
   const double start = seconds();
+  if (options.synthetic_compute > 0 && a.peer < 0) {
+    synthetic(a);
+    record.computations.push_back({a, start, seconds()});
+    return;
+  }
   switch (a.op) {
     case Op::Forward:
       forward(i, c);
@@ -104,6 +110,24 @@ void GptPipeline::Impl::run(const std::vector<PipelineAction>& actions, std::siz
       return;
   }
   record.computations.push_back({a, start, seconds()});
+}
+
+void GptPipeline::Impl::synthetic(const PipelineAction& a) {
+  const ActionCosts& c = options.costs;
+  const double cost = a.op == Op::Forward         ? c.forward
+                      : a.op == Op::Backward      ? c.backward_input + c.backward_weight
+                      : a.op == Op::BackwardInput ? c.backward_input
+                                                  : c.backward_weight;
+  std::this_thread::sleep_for(std::chrono::duration<double>(cost * options.synthetic_compute));
+  const int i = a.micro_batch, chunk = a.chunk, s = stage(chunk);
+  MicroBatchSlot& slot = slots[chunk][i];
+  if (a.op == Op::Forward && s < last_stage()) {
+    slot.output = at::zeros(expected("activation", i, s, s + 1).sizes, at::dtype(config.dtype));
+    if (p() == 1) slots[chunk + 1][i].input = slot.output;
+  } else if ((a.op == Op::Backward || a.op == Op::BackwardInput) && s > 0) {
+    slot.input_grad = at::zeros_like(slot.input);
+    hand_over_input_grad(i, chunk);
+  }
 }
 
 double GptPipeline::Impl::seconds() const {
