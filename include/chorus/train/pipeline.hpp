@@ -5,7 +5,8 @@
 // embeds the tokens, the last also applies the final LayerNorm, the tied logits and the loss.
 // A step runs this rank's action list of a verified schedule: activations and gradients move
 // between neighbour stages as shape-and-dtype-carrying messages over the pipeline group
-// (non-blocking sends, each receive matched by a tag naming its kind, micro-batch and stage);
+// (non-blocking sends, receives posted ahead of need, each matched by a tag naming its kind,
+// micro-batch and stage);
 // parameter gradients accumulate over the micro-batches; the loss of micro-batch i is
 // Σ token losses_i / (tokens of all micro-batches), so the step's loss — their sum — and the
 // gradients equal the one-process model's on the whole batch. With tied embeddings across
@@ -38,6 +39,11 @@ struct PipelineOptions {
   /// parameter count (balanced_partition, the embedding counted on the first and last stage).
   std::vector<std::int64_t> layers_per_stage;
   ActionCosts costs;  ///< for the verifier's bubble (report())
+  /// Seconds per unit of `costs`; above 0 every computation is replaced by a sleep of its cost
+  /// (a full backward: backward_input + backward_weight) that leaves zeros where it would leave
+  /// an activation or a gradient, while the messages between stages stay real: so ranks that
+  /// share cores show the schedule's own bubble. No loss, no parameter gradient.
+  double synthetic_compute = 0;
 };
 
 /// The groups a pipeline runs on. `embedding` ({first, last stage}, Mesh::embedding()) is
@@ -68,6 +74,20 @@ CHORUS_EXPORT std::vector<MicroBatch> split_micro_batches(const at::Tensor& toke
 /// numbers when there are fewer blocks than virtual stages or the explicit list does not fit.
 CHORUS_EXPORT std::vector<std::int64_t> gpt_stage_layers(const GptConfig& config,
                                                          const PipelineOptions& options);
+
+/// What one run of a rank's actions (a forward_backward or an evaluate) did, in seconds since
+/// it began: each computation's start and end, and each receive's start (when its receive was
+/// posted, ahead of need where the schedule lets it) and end (when its tensor had arrived).
+struct PipelineRecord {
+  std::vector<TimedAction> computations;
+  std::vector<TimedAction> receives;
+};
+
+/// The measured bubble of the pipeline ranks' last runs, from their records: 1 − Σ_r busy_r /
+/// (p · makespan), busy_r the sum of rank r's computation times and the makespan the latest
+/// end of a computation on any rank. Each record counts from its own rank's start, so the
+/// starts must be aligned (a barrier on `pp` before the run). Collective over `pp`.
+CHORUS_EXPORT double measured_bubble(const Group& pp, const PipelineRecord& record);
 
 class CHORUS_EXPORT GptPipeline {
  public:
@@ -125,6 +145,8 @@ class CHORUS_EXPORT GptPipeline {
   const PipelineSchedule& schedule() const;
   /// The verifier's report of the schedule (its bubble under options.costs).
   const ScheduleReport& report() const;
+  /// This rank's record of the last forward_backward or evaluate.
+  const PipelineRecord& last_record() const;
   /// Blocks per virtual stage.
   const std::vector<std::int64_t>& layers_per_stage() const;
   /// The model's parts this rank built (GptParts).

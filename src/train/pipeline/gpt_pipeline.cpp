@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -54,8 +55,24 @@ GptParts stage_parts(const PipelineSchedule& schedule, int r,
   return parts;
 }
 
-/// Rank `r`'s parts of the model (stage_parts), over the cp group too when there is one.
-GptModel stage_model(const GptConfig& c, const PipelineGroups& g, const GptParts& parts) {
+/// Whether `schedule` splits the backward into B and W.
+bool splits_backward(const PipelineSchedule& schedule) {
+  for (const auto& actions : schedule.ranks)
+    for (const PipelineAction& a : actions)
+      if (a.op == PipelineOp::BackwardWeight) return true;
+  return false;
+}
+
+/// Rank `r`'s parts of the model (stage_parts), over the cp group too when there is one; its
+/// linear layers defer their weight gradients when the schedule has W steps, which flush the
+/// whole model's: so such a schedule needs one chunk per rank.
+GptModel stage_model(GptConfig c, const PipelineGroups& g, const PipelineSchedule& schedule,
+                     const GptParts& parts) {
+  c.defer_weight_gradients = splits_backward(schedule);
+  require_argument(!c.defer_weight_gradients || schedule.chunks() == 1,
+                   "GptPipeline: a schedule with weight-gradient steps needs one chunk per "
+                   "rank; it has " +
+                       std::to_string(schedule.chunks()));
   return g.cp ? GptModel(c, g.tp, *g.cp, parts) : GptModel(c, g.tp, parts);
 }
 
@@ -75,7 +92,7 @@ GptPipeline::Impl::Impl(const GptConfig& c, const PipelineGroups& g, const Pipel
       schedule(make_schedule(o.schedule)),
       report(verify_schedule(schedule, o.costs)),
       layers(gpt_stage_layers(c, o)),
-      model(stage_model(c, g, stage_parts(schedule, g.pp.rank(), layers))) {
+      model(stage_model(c, g, schedule, stage_parts(schedule, g.pp.rank(), layers))) {
   std::int64_t next = 0;
   for (std::int64_t n : layers) first.push_back(std::exchange(next, next + n));
   const auto& actions = schedule.ranks[static_cast<std::size_t>(rank())];
@@ -93,13 +110,6 @@ bool GptPipeline::Impl::stage_owns(const std::string& name, int s) const {
   return s == last_stage();  // the final norm
 }
 
-std::vector<at::Tensor> GptPipeline::Impl::chunk_parameters(int chunk) const {
-  std::vector<at::Tensor> out;
-  for (const GptParameter& p : model.named_parameters())
-    if (stage_owns(p.name, stage(chunk))) out.push_back(p.tensor);
-  return out;
-}
-
 std::vector<MicroBatch> split_micro_batches(const at::Tensor& tokens, const at::Tensor& targets,
                                             int count) {
   require_argument(tokens.defined() && tokens.dim() == 2 && targets.defined() &&
@@ -114,6 +124,19 @@ std::vector<MicroBatch> split_micro_batches(const at::Tensor& tokens, const at::
   for (int i = 0; i < count; ++i)
     out.push_back({tokens.narrow(1, i * n, n), targets.narrow(1, i * n, n)});
   return out;
+}
+
+double measured_bubble(const Group& pp, const PipelineRecord& record) {
+  double busy_and_end[2] = {0, 0};
+  for (const TimedAction& t : record.computations) {
+    busy_and_end[0] += t.end - t.start;
+    busy_and_end[1] = std::max(busy_and_end[1], t.end);
+  }
+  Communicator comm = pp.comm;
+  double busy = 0, makespan = 0;
+  comm.all_reduce(&busy_and_end[0], &busy, 1, DataType::Float64, ReduceOp::Sum);
+  comm.all_reduce(&busy_and_end[1], &makespan, 1, DataType::Float64, ReduceOp::Max);
+  return makespan > 0 ? 1 - busy / (pp.size() * makespan) : 0;
 }
 
 GptPipeline::GptPipeline(const GptConfig& config, const PipelineGroups& groups,
@@ -166,6 +189,7 @@ std::vector<at::Tensor> GptPipeline::parameters() const {
 bool GptPipeline::holds_loss() const { return impl_->holds_last(); }
 const PipelineSchedule& GptPipeline::schedule() const { return impl_->schedule; }
 const ScheduleReport& GptPipeline::report() const { return impl_->report; }
+const PipelineRecord& GptPipeline::last_record() const { return impl_->record; }
 const std::vector<std::int64_t>& GptPipeline::layers_per_stage() const { return impl_->layers; }
 const GptModel& GptPipeline::model() const { return impl_->model; }
 

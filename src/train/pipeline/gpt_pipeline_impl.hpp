@@ -6,6 +6,8 @@
 
 #include <chorus/train/pipeline.hpp>
 
+#include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,9 +42,18 @@ struct GptPipeline::Impl {
   at::Tensor step_loss;  ///< the sum of the scaled micro-batch losses so far
   std::vector<std::vector<MicroBatchSlot>> slots;  ///< [chunk][micro-batch]
   std::vector<detail::PendingSend> sends;
-  GradientReducer* reducer = nullptr;       ///< forward_backward's, for the step
-  DropoutPosition position;                 ///< forward_backward's: micro-batch 0's masks
-  std::vector<std::int64_t> first_samples;  ///< per micro-batch: samples before it
+  /// A receive posted ahead of need, and when (seconds()).
+  struct Posted {
+    detail::PendingRecv recv;
+    double at = 0;
+  };
+  /// Receives posted ahead of need, by the index of their action in the running list.
+  std::map<std::size_t, Posted> posted;
+  std::chrono::steady_clock::time_point began;  ///< when the running list began
+  PipelineRecord record;                        ///< of the running (or last) list
+  GradientReducer* reducer = nullptr;           ///< forward_backward's, for the step
+  DropoutPosition position;                     ///< forward_backward's: micro-batch 0's masks
+  std::vector<std::int64_t> first_samples;      ///< per micro-batch: samples before it
 
   Impl(const GptConfig& c, const PipelineGroups& g, const PipelineOptions& o);
 
@@ -54,7 +65,6 @@ struct GptPipeline::Impl {
   bool holds_last() const { return rank() == p() - 1; }
   /// Whether virtual stage `stage` trains the parameter called `name`.
   bool stage_owns(const std::string& name, int stage) const;
-  std::vector<at::Tensor> chunk_parameters(int chunk) const;
 
   at::Tensor step(const std::vector<MicroBatch>& micro_batches, GradientReducer* reducer,
                   const DropoutPosition& position);
@@ -63,7 +73,18 @@ struct GptPipeline::Impl {
   /// the pipeline group when one fails.
   at::Tensor run_all(const std::vector<PipelineAction>& actions,
                      const std::vector<MicroBatch>& micro_batches);
-  void run(const PipelineAction& a);
+  /// Runs action `k` of `actions`.
+  void run(const std::vector<PipelineAction>& actions, std::size_t k);
+  /// Before computation `k`: posts the receives between it and the next computation, so that
+  /// their messages land while it runs (only those: a request completes after every request
+  /// issued before it, and a later receive may wait for this rank's next sends).
+  void post_ahead(const std::vector<PipelineAction>& actions, std::size_t k);
+  /// Receive action `k`'s tensor: its posted receive finished, or received now.
+  at::Tensor receive(const PipelineAction& a, std::size_t k);
+  Posted post(const PipelineAction& a) const;
+  double seconds() const;
+  /// A computation replaced by its sleep (PipelineOptions::synthetic_compute).
+  void synthetic(const PipelineAction& a);
   void forward(int i, int chunk);
   void backward(int i, int chunk, PipelineOp op);
   void hand_over_input_grad(int i, int chunk);

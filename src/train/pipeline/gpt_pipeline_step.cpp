@@ -2,11 +2,11 @@
 //
 // Each chunk's input on a stage after the first is a leaf that requires grad, so a chunk's
 // backward ends at its input and yields the gradient to send. A full backward is
-// Tensor::backward (accumulating into the parameters' gradients); the split backward of
-// zero-bubble schedules takes the input gradient with autograd::grad(retain_graph) and, at W,
-// the chunk's parameter gradients with a second autograd::grad, added to their .grad (W runs
-// the graph's backward again, so it costs a full backward here; the deferred weight-gradient
-// linear layers would make it cost only the weight part).
+// Tensor::backward (accumulating into the parameters' gradients). Under a schedule that splits
+// the backward, the model's linear layers defer their weight gradients (GptConfig::
+// defer_weight_gradients): B is the same Tensor::backward, which then computes the input
+// gradients and every other parameter's gradient, and W is GptModel::compute_weight_gradients(),
+// which adds the pending weight gradients (dyᵀ·x per linear layer) to their .grad.
 #include "gpt_pipeline_impl.hpp"
 
 #include "../autograd/tensor_collectives.hpp"
@@ -15,10 +15,10 @@
 #include <chorus/train/tensor_parallel.hpp>
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace chorus::train {
@@ -62,37 +62,31 @@ void GptPipeline::Impl::hand_over_input_grad(int i, int chunk) {
 }
 
 void GptPipeline::Impl::backward(int i, int chunk, Op op) {
+  if (op == Op::BackwardWeight) {
+    model.compute_weight_gradients();  // the rank's one chunk: its pending weight gradients
+    return;
+  }
   const int s = stage(chunk);
   MicroBatchSlot& slot = slots[chunk][i];
-  const bool last = s == last_stage();
-  const at::Tensor& target = last ? slot.loss : slot.output;
-  const std::vector<at::Tensor> grad =
-      last ? std::vector<at::Tensor>{} : std::vector<at::Tensor>{slot.output_grad};
-  if (op == Op::Backward) {
-    last ? slot.loss.backward() : slot.output.backward(slot.output_grad);
-    if (s > 0) slot.input_grad = slot.input.grad();
-  } else if (op == Op::BackwardInput) {
-    if (s > 0) slot.input_grad = torch::autograd::grad({target}, {slot.input}, grad, true)[0];
-  } else {  // BackwardWeight
-    const std::vector<at::Tensor> params = chunk_parameters(chunk);
-    const auto grads = torch::autograd::grad({target}, params, grad, false, false, true);
-    at::NoGradGuard no_grad;
-    for (std::size_t k = 0; k < params.size(); ++k) {
-      if (!grads[k].defined()) continue;
-      at::Tensor p = params[k];
-      if (p.grad().defined())
-        p.mutable_grad().add_(grads[k]);
-      else
-        p.mutable_grad() = grads[k];
-    }
-  }
-  if (op != Op::BackwardWeight) hand_over_input_grad(i, chunk);
-  if (op != Op::BackwardInput) slot = MicroBatchSlot{{}, {}, {}, {}, slot.input_grad};
+  // A full backward, or B: the same call, the model's linear layers leaving their weight
+  // gradients pending for W when the schedule splits the backward.
+  s == last_stage() ? slot.loss.backward() : slot.output.backward(slot.output_grad);
+  if (s > 0) slot.input_grad = slot.input.grad();
+  hand_over_input_grad(i, chunk);
+  slot = MicroBatchSlot{{}, {}, {}, {}, slot.input_grad};
 }
 
-void GptPipeline::Impl::run(const PipelineAction& a) {
+void GptPipeline::Impl::run(const std::vector<PipelineAction>& actions, std::size_t k) {
+  const PipelineAction& a = actions[k];
   const int i = a.micro_batch, c = a.chunk, s = stage(c);
   MicroBatchSlot& slot = slots[c][i];
+  if (a.peer < 0) post_ahead(actions, k);  // a computation
+  const double start = seconds();
+  if (options.synthetic_compute > 0 && a.peer < 0) {
+    synthetic(a);
+    record.computations.push_back({a, start, seconds()});
+    return;
+  }
   switch (a.op) {
     case Op::Forward:
       forward(i, c);
@@ -104,20 +98,69 @@ void GptPipeline::Impl::run(const PipelineAction& a) {
       break;
     case Op::SendActivation:
       sends.push_back(detail::send_tensor(groups.pp, slot.output, a.peer, tag(0, s + 1, i), s));
-      break;
+      return;
     case Op::SendGradient:
       sends.push_back(detail::send_tensor(groups.pp, slot.input_grad, a.peer, tag(1, s - 1, i), s));
-      break;
+      return;
     case Op::RecvActivation:
-      slot.input =
-          detail::recv_tensor(groups.pp, a.peer, tag(0, s, i), expected("activation", i, s - 1, s))
-              .requires_grad_();
-      break;
+      slot.input = receive(a, k).requires_grad_();
+      return;
     case Op::RecvGradient:
-      slot.output_grad =
-          detail::recv_tensor(groups.pp, a.peer, tag(1, s, i), expected("gradient", i, s + 1, s));
-      break;
+      slot.output_grad = receive(a, k);
+      return;
   }
+  record.computations.push_back({a, start, seconds()});
+}
+
+void GptPipeline::Impl::synthetic(const PipelineAction& a) {
+  const ActionCosts& c = options.costs;
+  const double cost = a.op == Op::Forward         ? c.forward
+                      : a.op == Op::Backward      ? c.backward_input + c.backward_weight
+                      : a.op == Op::BackwardInput ? c.backward_input
+                                                  : c.backward_weight;
+  std::this_thread::sleep_for(std::chrono::duration<double>(cost * options.synthetic_compute));
+  const int i = a.micro_batch, chunk = a.chunk, s = stage(chunk);
+  MicroBatchSlot& slot = slots[chunk][i];
+  if (a.op == Op::Forward && s < last_stage()) {
+    slot.output = at::zeros(expected("activation", i, s, s + 1).sizes, at::dtype(config.dtype));
+    if (p() == 1) slots[chunk + 1][i].input = slot.output;
+  } else if ((a.op == Op::Backward || a.op == Op::BackwardInput) && s > 0) {
+    slot.input_grad = at::zeros_like(slot.input);
+    hand_over_input_grad(i, chunk);
+  }
+}
+
+double GptPipeline::Impl::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
+GptPipeline::Impl::Posted GptPipeline::Impl::post(const PipelineAction& a) const {
+  const int i = a.micro_batch, s = stage(a.chunk);
+  const bool activation = a.op == Op::RecvActivation;
+  const int from = activation ? s - 1 : s + 1;
+  return {detail::post_recv(groups.pp, a.peer, tag(activation ? 0 : 1, s, i),
+                            expected(activation ? "activation" : "gradient", i, from, s)),
+          seconds()};
+}
+
+void GptPipeline::Impl::post_ahead(const std::vector<PipelineAction>& actions, std::size_t k) {
+  for (std::size_t j = k + 1; j < actions.size(); ++j) {
+    const Op op = actions[j].op;
+    if (op != Op::RecvActivation && op != Op::RecvGradient) {
+      if (op == Op::SendActivation || op == Op::SendGradient) continue;
+      break;  // the next computation
+    }
+    if (posted.count(j) == 0) posted.emplace(j, post(actions[j]));
+  }
+}
+
+at::Tensor GptPipeline::Impl::receive(const PipelineAction& a, std::size_t k) {
+  auto it = posted.find(k);
+  if (it == posted.end()) it = posted.emplace(k, post(a)).first;
+  const at::Tensor out = detail::finish_recv(groups.pp, it->second.recv);
+  record.receives.push_back({a, it->second.at, seconds()});
+  posted.erase(it);
+  return out;
 }
 
 void GptPipeline::Impl::reduce_tied_embedding() {
@@ -149,9 +192,13 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
   slots.assign(static_cast<std::size_t>(schedule.chunks()),
                std::vector<MicroBatchSlot>(micro_batches.size()));
   step_loss = at::Tensor();
+  record = {};
+  began = std::chrono::steady_clock::now();
   try {
     for (std::size_t k = 0; k < actions.size(); ++k) {
-      run(actions[k]);
+      // Headers that arrived meanwhile: their payloads' receives are posted now.
+      for (auto& [index, p] : posted) detail::advance_recv(groups.pp, p.recv);
+      run(actions, k);
       if (reducer == nullptr) continue;
       for (int c = 0; c < schedule.chunks(); ++c)
         if (last_gradient_action[static_cast<std::size_t>(c)] == k) mark_chunk_ready(c);
@@ -169,6 +216,7 @@ at::Tensor GptPipeline::Impl::run_all(const std::vector<PipelineAction>& actions
     throw;
   }
   sends.clear();
+  posted.clear();
   slots.clear();
   batch = nullptr;
   at::Tensor loss = std::exchange(step_loss, at::Tensor());

@@ -45,33 +45,58 @@ PendingSend send_tensor(const Group& pp, const at::Tensor& x, int peer, int tag,
   return out;
 }
 
-at::Tensor recv_tensor(const Group& pp, int peer, int tag, const ExpectedTensor& e) {
+PendingRecv post_recv(const Group& pp, int peer, int tag, const ExpectedTensor& e) {
+  PendingRecv out{peer, tag, e, at::empty({kHeader}, at::kLong), {}, {}, {}};
   Communicator comm = pp.comm;
-  at::Tensor header = at::empty({kHeader}, at::kLong);
-  comm.irecv(header.data_ptr(), kHeader, DataType::Int64, peer, 2 * tag).wait();
-  const auto* h = header.data_ptr<std::int64_t>();
-  // The header's lengths are checked before they are used.
-  const bool valid = h[0] >= 0 && h[0] < static_cast<std::int64_t>(at::ScalarType::NumOptions) &&
-                     h[2] >= 0 && h[2] <= kMaxDims &&
-                     std::all_of(h + 3, h + 3 + h[2], [](std::int64_t n) { return n >= 0; });
-  require_argument(valid, "pipeline: stage " + std::to_string(e.to_stage) +
-                              " received a malformed tensor header from pipeline rank " +
-                              std::to_string(peer));
+  out.header_request = comm.irecv(out.header.data_ptr(), kHeader, DataType::Int64, peer, 2 * tag);
+  return out;
+}
+
+namespace {
+
+// The header's lengths are checked before they are used.
+bool valid_header(const std::int64_t* h) {
+  return h[0] >= 0 && h[0] < static_cast<std::int64_t>(at::ScalarType::NumOptions) && h[2] >= 0 &&
+         h[2] <= kMaxDims &&
+         std::all_of(h + 3, h + 3 + h[2], [](std::int64_t n) { return n >= 0; });
+}
+
+}  // namespace
+
+void advance_recv(const Group& pp, PendingRecv& r, bool wait) {
+  if (r.payload_request.valid()) return;
+  if (wait)
+    r.header_request.wait();
+  else if (!r.header_request.test())
+    return;
+  const auto* h = r.header.data_ptr<std::int64_t>();
+  if (!valid_header(h)) return;
   const auto dtype = static_cast<at::ScalarType>(h[0]);
-  const std::int64_t from = h[1];
-  const std::vector<std::int64_t> sizes(h + 3, h + 3 + h[2]);
-  at::Tensor out = at::empty(sizes, at::TensorOptions().dtype(dtype));
-  comm.irecv(out.data_ptr(), out.numel(), chorus_dtype(dtype, "pipeline recv"), peer, 2 * tag + 1)
-      .wait();
-  pp.record(CollectiveKind::Recv, out.nbytes());
+  r.payload = at::empty(std::vector<std::int64_t>(h + 3, h + 3 + h[2]), at::dtype(dtype));
+  Communicator comm = pp.comm;
+  r.payload_request = comm.irecv(r.payload.data_ptr(), r.payload.numel(),
+                                 chorus_dtype(dtype, "pipeline recv"), r.peer, 2 * r.tag + 1);
+}
+
+at::Tensor finish_recv(const Group& pp, PendingRecv& r) {
+  const ExpectedTensor& e = r.expected;
+  advance_recv(pp, r, true);
+  require_argument(r.payload_request.valid(),
+                   "pipeline: stage " + std::to_string(e.to_stage) +
+                       " received a malformed tensor header from pipeline rank " +
+                       std::to_string(r.peer));
+  r.payload_request.wait();
+  pp.record(CollectiveKind::Recv, r.payload.nbytes());
+  const std::int64_t from = r.header.data_ptr<std::int64_t>()[1];
+  const at::ScalarType dtype = r.payload.scalar_type();
   const bool same =
-      from == e.from_stage && dtype == e.dtype && out.sizes() == at::IntArrayRef(e.sizes);
+      from == e.from_stage && dtype == e.dtype && r.payload.sizes() == at::IntArrayRef(e.sizes);
   require_argument(same, "pipeline: stage " + std::to_string(e.to_stage) + " expects the " +
                              e.what + " of micro-batch " + std::to_string(e.micro_batch) +
                              " from stage " + std::to_string(e.from_stage) + " as " +
                              shape(e.dtype, e.sizes) + "; stage " + std::to_string(from) +
-                             " sent " + shape(dtype, sizes));
-  return out;
+                             " sent " + shape(dtype, r.payload.sizes()));
+  return r.payload;
 }
 
 }  // namespace chorus::train::detail

@@ -2,10 +2,13 @@
 //
 // A tensor travels as two messages on the pipeline group, both non-blocking: a fixed-size
 // header (dtype, sending stage, rank count, sizes) with tag 2·tag, then the payload with tag
-// 2·tag + 1. The receiver reads the header first and compares it with what it expects; on a
-// mismatch it still takes the payload (so the sender's request completes and the sender is not
-// left waiting) and then throws InvalidArgument naming both stages and both shapes. Each
-// message is one ledger entry on the group (send or recv, the payload's bytes).
+// 2·tag + 1. A receive is posted in two steps, so that it can be posted ahead of need: the
+// header's receive first (its size is fixed), then, as soon as the header has arrived, the
+// payload's at the size the header names (never at an expected size: a receive of another size
+// than the message fails both sides). The receiver then compares the header with what it
+// expects; on a mismatch it still takes the payload (so the sender's request completes and the
+// sender is not left waiting) and then throws InvalidArgument naming both stages and both
+// shapes. Each message is one ledger entry on the group (send or recv, the payload's bytes).
 #pragma once
 
 #include <chorus/communicator.hpp>
@@ -42,8 +45,25 @@ struct ExpectedTensor {
 /// Starts sending `x` (contiguous CPU) from virtual stage `from_stage` to pipeline rank `peer`.
 PendingSend send_tensor(const Group& pp, const at::Tensor& x, int peer, int tag, int from_stage);
 
-/// Receives the tensor sent with `tag` by pipeline rank `peer`; InvalidArgument when its
-/// sender, sizes or dtype differ from `expected`.
-at::Tensor recv_tensor(const Group& pp, int peer, int tag, const ExpectedTensor& expected);
+/// A receive in progress; its buffers live until finish_recv().
+struct PendingRecv {
+  int peer = 0;
+  int tag = 0;
+  ExpectedTensor expected;
+  at::Tensor header, payload;  ///< payload: allocated when the header has arrived
+  Request header_request, payload_request;
+};
+
+/// Posts the header's receive of the tensor sent with `tag` by pipeline rank `peer`.
+PendingRecv post_recv(const Group& pp, int peer, int tag, const ExpectedTensor& expected);
+
+/// Posts the payload's receive once the header has arrived (at the header's size); never blocks
+/// unless `wait`, when it waits for the header. A malformed header posts nothing (finish_recv
+/// names it).
+void advance_recv(const Group& pp, PendingRecv& recv, bool wait = false);
+
+/// Waits for `recv` and returns its tensor; InvalidArgument when its sender, sizes or dtype
+/// differ from the expected ones.
+at::Tensor finish_recv(const Group& pp, PendingRecv& recv);
 
 }  // namespace chorus::train::detail

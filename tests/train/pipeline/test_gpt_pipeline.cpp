@@ -8,10 +8,12 @@
 
 #include "pipeline_test_util.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace chorus::train {
 namespace {
@@ -145,6 +147,82 @@ TEST(GptPipeline, LedgerHoldsExactlyTheStageMessages) {
   });
 }
 
+/// This rank's ledger totals of one step of `schedule` on pp 2 × tp 2.
+LedgerTotals ledger_of_step(const Mesh& mesh, ScheduleKind kind) {
+  GptPipeline pipeline(config(4), groups_of(mesh), options(kind, 2, 4));
+  mesh.ledger()->clear();
+  mesh.ledger()->enable();
+  const auto [tokens, targets] = batch(0, 8);
+  pipeline.forward_backward(split_micro_batches(tokens, targets, 4));
+  mesh.ledger()->disable();
+  EXPECT_EQ(pipeline.model().pending_weight_gradients(), 0u);
+  EXPECT_EQ(pipeline.model().config().defer_weight_gradients, kind == ScheduleKind::ZeroBubbleH1);
+  return mesh.ledger()->totals();
+}
+
+// ZB-H1's W computes the deferred weight gradients (dyᵀ·x of the stage's linear layers) and
+// nothing else: its step issues exactly 1F1B's collectives, where running the backward again
+// at W would repeat the tensor-parallel all-reduces of the input gradients.
+TEST(GptPipeline, ZeroBubbleWComputesOnlyTheWeightGradients) {
+  chorus::testing::ThreadJob job(4);
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.pp = 2, .tp = 2}, .embedding_group = true});
+    const LedgerTotals one_f_one_b = ledger_of_step(mesh, ScheduleKind::OneFOneB);
+    EXPECT_EQ(ledger_of_step(mesh, ScheduleKind::ZeroBubbleH1), one_f_one_b);
+  });
+}
+
+/// The start recorded for `action` in `timed` (which holds it once).
+double start_of(const std::vector<TimedAction>& timed, const PipelineAction& action) {
+  const auto it = std::find_if(timed.begin(), timed.end(),
+                               [&](const TimedAction& t) { return t.action == action; });
+  EXPECT_NE(it, timed.end()) << describe(action) << " not recorded";
+  return it == timed.end() ? 0 : it->start;
+}
+
+// Every receive that follows a computation is posted before that computation starts, so its
+// messages land while it runs (interleaved too, where several receives sit between two
+// computations); and micro-batches of different lengths still pass.
+TEST(GptPipeline, ReceivesArePostedBeforeTheComputationBeforeThem) {
+  constexpr int p = 3;
+  for (const ScheduleOptions& schedule : {ScheduleOptions{ScheduleKind::OneFOneB, p, 4, 1},
+                                          ScheduleOptions{ScheduleKind::Interleaved, p, 3, 2}}) {
+    SCOPED_TRACE(to_string(schedule.kind));
+    chorus::testing::ThreadJob job(p);
+    ASSERT_TRUE(job.ok());
+    job.run([&](Communicator& world) {
+      const Mesh mesh(world, {.degrees = {.pp = p}, .embedding_group = true});
+      GptPipeline pipeline(config(6), groups_of(mesh), options(schedule));
+      std::vector<MicroBatch> micro_batches;
+      for (int i = 0; i < schedule.micro_batches; ++i) {
+        const auto [tokens, targets] = batch(0, 2, 3 + i);
+        micro_batches.push_back({tokens, targets});
+      }
+      pipeline.forward_backward(micro_batches);
+      const PipelineRecord& record = pipeline.last_record();
+      const auto& actions = pipeline.schedule().ranks[static_cast<std::size_t>(mesh.pp().rank())];
+      std::size_t ahead = 0;
+      std::optional<PipelineAction> computation;  // the last one before the current action
+      for (const PipelineAction& a : actions) {
+        if (a.peer < 0) computation = a;
+        const bool receive = a.op == PipelineOp::RecvActivation || a.op == PipelineOp::RecvGradient;
+        if (!receive || !computation) continue;
+        EXPECT_LE(start_of(record.receives, a), start_of(record.computations, *computation))
+            << describe(a) << " posted after " << describe(*computation) << " started";
+        ++ahead;
+      }
+      std::size_t messages = 0;  // per micro-batch: an activation and a gradient per neighbour
+      for (int c = 0; c < schedule.chunks; ++c) {
+        const int v = pipeline.schedule().virtual_stage(mesh.pp().rank(), c);
+        messages += (v > 0 ? 1 : 0) + (v < p * schedule.chunks - 1 ? 1 : 0);
+      }
+      EXPECT_EQ(record.receives.size(), messages * schedule.micro_batches);
+      EXPECT_GT(ahead, 0u);
+    });
+  }
+}
+
 std::string construction_error(const Mesh& mesh, const GptConfig& c, const PipelineOptions& o) {
   try {
     GptPipeline pipeline(c, groups_of(mesh), o);
@@ -184,29 +262,38 @@ TEST(GptPipeline, BadLayoutsFailAtConstructionNamingTheNumbers) {
 }
 
 // Stages that disagree on a micro-batch's length: the receiver names both stages and shapes,
-// and its abort makes the sender fail promptly instead of waiting for the timeout.
+// and its abort makes the sender fail promptly instead of waiting for the timeout. Micro-batch
+// 1's receive on stage 1 is posted ahead (before micro-batch 0's backward), micro-batch 0's
+// when its action comes.
 TEST(GptPipeline, AShapeMismatchNamesBothStagesAndShapes) {
-  chorus::testing::ThreadJob job(2);
-  ASSERT_TRUE(job.ok());
-  job.run([](Communicator& world) {
-    const Mesh mesh(world, {.degrees = {.pp = 2}, .embedding_group = true});
-    GptPipeline pipeline(config(4), groups_of(mesh), options(ScheduleKind::OneFOneB, 2, 1));
-    const int r = mesh.pp().rank();
-    const auto [tokens, targets] = batch(0, 2, r == 0 ? 6 : 5);
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      pipeline.forward_backward({{tokens, targets}});
-      ADD_FAILURE() << "rank " << r << " finished the step";
-    } catch (const Error& e) {
-      if (r == 1) {
-        EXPECT_STREQ(e.what(),
-                     "pipeline: stage 1 expects the activation of micro-batch 0 from stage 0 as "
-                     "Double [5, 2, 8]; stage 0 sent Double [6, 2, 8]");
+  for (int bad = 0; bad < 2; ++bad) {
+    chorus::testing::ThreadJob job(2);
+    ASSERT_TRUE(job.ok());
+    job.run([bad](Communicator& world) {
+      const Mesh mesh(world, {.degrees = {.pp = 2}, .embedding_group = true});
+      GptPipeline pipeline(config(4), groups_of(mesh), options(ScheduleKind::OneFOneB, 2, 2));
+      const int r = mesh.pp().rank();
+      std::vector<MicroBatch> micro_batches;
+      for (int i = 0; i < 2; ++i) {
+        const auto [tokens, targets] = batch(0, 2, i == bad && r == 0 ? 6 : 5);
+        micro_batches.push_back({tokens, targets});
       }
-    }
-    world.barrier();  // the mesh lives on: only the abort can have released stage 0
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
-  });
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        pipeline.forward_backward(micro_batches);
+        ADD_FAILURE() << "rank " << r << " finished the step";
+      } catch (const Error& e) {
+        if (r == 1) {
+          EXPECT_EQ(e.what(), "pipeline: stage 1 expects the activation of micro-batch " +
+                                  std::to_string(bad) +
+                                  " from stage 0 as Double [5, 2, 8]; stage 0 sent Double [6, "
+                                  "2, 8]");
+        }
+      }
+      world.barrier();  // the mesh lives on: only the abort can have released stage 0
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    });
+  }
 }
 
 }  // namespace

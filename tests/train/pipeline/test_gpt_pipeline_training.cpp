@@ -247,5 +247,44 @@ TEST(GptPipelineTraining, DataParallelTimesPipelineMatchesTheOneProcessModel) {
   check_data_parallel({ScheduleKind::GPipe, 1, 2, 1});
 }
 
+// Synthetic compute: every computation is a sleep of its cost (ZB-H1: F, B and W of 1, 2 and
+// 1 units) and leaves no loss and no gradient (zeros summed over the embedding group at most), the
+// messages stay real, and the ranks agree on the measured bubble (a value in [0, 1);
+// bench/gpt/pipeline_bubble.sh compares it with the verifier's on an otherwise idle pipeline).
+TEST(GptPipelineTraining, SyntheticComputeSleepsEachActionsCost) {
+  constexpr int p = 2;
+  constexpr double unit = 0.004;
+  chorus::testing::ThreadJob job(p);
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.pp = p}, .embedding_group = true});
+    PipelineOptions o = options(ScheduleKind::ZeroBubbleH1, p, 4);
+    o.costs = {1, 2, 1};
+    o.synthetic_compute = unit;
+    GptPipeline pipeline(config(4), groups_of(mesh), o);
+    const auto [tokens, targets] = batch(0, 8);
+    Communicator pp = mesh.pp().comm;
+    pp.barrier();
+    EXPECT_FALSE(pipeline.forward_backward(split_micro_batches(tokens, targets, 4)).defined());
+    for (const at::Tensor& q : pipeline.parameters()) {  // the tied embedding's sum: zeros
+      const double sum = q.grad().defined() ? q.grad().abs().sum().item<double>() : 0.0;
+      EXPECT_EQ(sum, 0);
+    }
+    const PipelineRecord& record = pipeline.last_record();
+    EXPECT_EQ(record.computations.size(), 3u * 4u);  // F, B and W of each micro-batch
+    for (const TimedAction& t : record.computations) {
+      const double cost = t.action.op == PipelineOp::BackwardInput ? 2 : 1;
+      EXPECT_GE(t.end - t.start, cost * unit * 0.99) << describe(t.action);
+    }
+    EXPECT_EQ(record.receives.size(), 4u);
+    const double bubble = measured_bubble(mesh.pp(), record);
+    EXPECT_GE(bubble, 0);
+    EXPECT_LT(bubble, 1);
+    double rank0 = bubble;
+    pp.broadcast(&bubble, &rank0, 1, DataType::Float64, 0);
+    EXPECT_EQ(bubble, rank0);
+  });
+}
+
 }  // namespace
 }  // namespace chorus::train
