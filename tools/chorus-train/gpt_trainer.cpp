@@ -14,6 +14,7 @@
 #include <chorus/train/mesh.hpp>
 #include <chorus/train/pipeline.hpp>
 #include <chorus/train/reducer.hpp>
+#include <chorus/train/zero3.hpp>
 
 #include <torch/torch.h>
 
@@ -142,11 +143,23 @@ class GptTrainer {
         validation_(corpus_.validation, options.seq_len),
         mesh_(make_mesh(options, comm)),
         pipeline_(gpt_config(options), pipeline_groups(mesh_), pipeline_options(options)),
-        optimizer_(make_optimizer(options, pipeline_.parameters())),
+        // Under ZeRO-3 the optimizer is Zero3's, over the unit shards.
+        optimizer_(options.zero == 3 ? nullptr : make_optimizer(options, pipeline_.parameters())),
         sampler_(train_.samples(), mesh_.coordinates().dp, mesh_.layout().dp, options.seed) {
     require_argument(
         train_.samples() > 0 && validation_.samples() > 0,
         "the corpus has too few bytes for --seq-len " + std::to_string(options.seq_len));
+    if (options.zero == 3) {
+      train::Zero3Options zero;
+      zero.overlap_backward = options.overlap;
+      zero3_ = std::make_unique<train::Zero3>(
+          pipeline_.model().parameters(), train::gpt_units(pipeline_.model()), mesh_.dp(),
+          [&](std::vector<torch::Tensor> shards) {
+            return make_optimizer(options, std::move(shards));
+          },
+          zero);
+      return;
+    }
     restore();
     reducer_ = std::make_unique<train::GradientReducer>(
         pipeline_.parameters(), mesh_.data_context(), reducer_options(options_, mesh_));
@@ -177,8 +190,9 @@ class GptTrainer {
            (c.sequence_parallel ? " (sequence parallel)" : "") +
            (mesh_.layout().cp > 1 ? " x cp " + std::to_string(mesh_.layout().cp) : "") + " x dp " +
            std::to_string(mesh_.layout().dp) + pipeline_text() + " x batch " +
-           std::to_string(options_.batch) + "; corpus " + std::to_string(corpus_.train.size()) +
-           " train bytes (" + std::to_string(corpus_.train_documents) + " fortunes), " +
+           std::to_string(options_.batch) + (zero3_ ? " (ZeRO-3)" : "") + "; corpus " +
+           std::to_string(corpus_.train.size()) + " train bytes (" +
+           std::to_string(corpus_.train_documents) + " fortunes), " +
            std::to_string(corpus_.validation.size()) + " validation bytes (" +
            std::to_string(corpus_.validation_documents) + ")";
   }
@@ -208,6 +222,10 @@ class GptTrainer {
 
   void train_step(const std::vector<std::size_t>& indices) {
     const auto [tokens, targets] = train_.batch(indices);
+    if (zero3_) {
+      zero3_step(tokens, targets);
+      return;
+    }
     optimizer_->zero_grad();
     reducer_->begin_step();
     // Each chunk's gradients are reduced over dp_cp as soon as its last backward has run.
@@ -230,6 +248,43 @@ class GptTrainer {
     steps_ += 1;
     if (holds_replica_sums() && mesh_.coordinates().pp == 0) tokens_ += tokens.numel();
     ++step_;
+  }
+
+  /// ZeRO-3 (data parallelism alone): each unit gathered around its forward and backward, its
+  /// gradient reduce-scattered as its backward ends, the shards clipped and stepped.
+  void zero3_step(const torch::Tensor& tokens, const torch::Tensor& targets) {
+    zero3_->zero_grad();
+    zero3_->begin_step();
+    const torch::Tensor loss = train::gpt_loss(pipeline_.model(), *zero3_, tokens, targets);
+    loss.backward();
+    zero3_->finish_step();
+    zero3_->clip_grad_norm(kClipNorm);
+    zero3_->step();
+    loss_sum_ += loss.item<double>();
+    loss_steps_ += 1;
+    steps_ += 1;
+    tokens_ += tokens.numel();
+    ++step_;
+  }
+
+  /// ZeRO-3's validation: the mean token loss over `micro_batches`, unit by unit. Every rank
+  /// runs as many forward passes (the gathers are collective): a rank with fewer batches runs
+  /// its first (or an empty replica a one-sample batch) again and leaves it out.
+  torch::Tensor zero3_evaluate(const std::vector<train::MicroBatch>& micro_batches) {
+    double counts[1] = {static_cast<double>(micro_batches.size())};
+    comm_.all_reduce(counts, counts, 1, DataType::Float64, ReduceOp::Max);
+    const auto [x0, y0] = validation_.batch({0});
+    double sum = 0, tokens = 0;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(counts[0]); ++i) {
+      const bool own = i < micro_batches.size();
+      const train::MicroBatch& mb = own ? micro_batches[i] : train::MicroBatch{x0, y0};
+      const double loss =
+          train::gpt_loss(pipeline_.model(), *zero3_, mb.tokens, mb.targets).item<double>();
+      if (!own) continue;
+      sum += loss * static_cast<double>(mb.tokens.numel());
+      tokens += static_cast<double>(mb.tokens.numel());
+    }
+    return tokens > 0 ? torch::tensor(sum / tokens, torch::kDouble) : torch::Tensor();
   }
 
   /// Whether this rank counts its replica's tokens and validation sums: one rank of each
@@ -277,7 +332,8 @@ class GptTrainer {
       micro_batches.push_back({x, y});
       tokens += static_cast<double>(x.numel());
     }
-    const torch::Tensor mean = pipeline_.evaluate(micro_batches);
+    const torch::Tensor mean =
+        zero3_ ? zero3_evaluate(micro_batches) : pipeline_.evaluate(micro_batches);
     train::EvalSums sums;
     if (mean.defined() && holds_replica_sums()) {  // one copy of each replica's sums
       sums.loss_sum = mean.item<double>() * tokens;
@@ -335,6 +391,7 @@ class GptTrainer {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   train::DistributedSampler sampler_;
   std::unique_ptr<train::GradientReducer> reducer_;
+  std::unique_ptr<train::Zero3> zero3_;
   std::int64_t step_ = 0;
   double loss_sum_ = 0;
   std::int64_t steps_ = 0;       ///< steps since the last progress line

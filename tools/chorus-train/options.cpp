@@ -128,7 +128,7 @@ const std::map<std::string, Setter>& valued_options() {
        }},
       {"--tp", small_integer(&Options::tp, "--tp", 1, 4096)},
       {"--cp", small_integer(&Options::cp, "--cp", 1, 4096)},
-      {"--zero", small_integer(&Options::zero, "--zero", 1, 2)},
+      {"--zero", small_integer(&Options::zero, "--zero", 1, 3)},
       {"--pp", small_integer(&Options::pp, "--pp", 1, 4096)},
       {"--dp", small_integer(&Options::dp, "--dp", 1, 1 << 20)},
       {"--virtual-stages", small_integer(&Options::virtual_stages, "--virtual-stages", 1, 64)},
@@ -240,11 +240,41 @@ void check_gpt_options(const Options& o) {
   }
 }
 
+/// Refuses what ZeRO-3 does not run: the LSTM (one layer holds its parameters) and, for the
+/// GPT, any model parallelism or accumulation (it shards over plain data parallelism).
+void check_zero3_options(const Options& o) {
+  if (o.zero != 3) return;
+  if (o.model == ModelKind::Lstm) {
+    throw bad("--zero", "3", "needs --model mlp or gpt (the LSTM's layers are not units)");
+  }
+  if (o.tp > 1) throw bad("--zero", "3", "cannot be combined with --tp " + std::to_string(o.tp));
+  if (o.cp > 1) throw bad("--zero", "3", "cannot be combined with --cp " + std::to_string(o.cp));
+  if (o.micro_batches > 1) {
+    throw bad("--zero", "3",
+              "cannot be combined with --micro-batches " + std::to_string(o.micro_batches));
+  }
+  if (o.dropout != 0) {
+    throw bad("--zero", "3", "cannot be combined with --dropout " + number_text(o.dropout));
+  }
+  if (!o.checkpoint.empty()) {
+    throw bad("--zero", "3", "cannot be combined with --checkpoint (no ZeRO-3 checkpoints yet)");
+  }
+}
+
 /// Refuses what ZeRO does not combine with.
 void check_zero_options(const Options& o) {
   if (o.zero == 0) return;
   const std::string stage = std::to_string(o.zero);
-  if (o.model == ModelKind::Gpt) throw bad("--zero", stage, "is not supported with --model gpt");
+  if (o.zero >= 2 && o.pp > 1) {
+    throw bad("--zero", stage,
+              "cannot be combined with --pp " + std::to_string(o.pp) +
+                  " (the pipeline accumulates each stage's gradients over its micro-batches, "
+                  "which ZeRO-2 and ZeRO-3 keep only as shards)");
+  }
+  check_zero3_options(o);
+  if (o.model == ModelKind::Gpt && o.zero < 3) {
+    throw bad("--zero", stage, "is not supported with --model gpt (--zero 3 is)");
+  }
   if (o.no_sync) throw bad("--zero", stage, "cannot be combined with --no-sync");
   if (o.alternate_sync > 0) throw bad("--zero", stage, "cannot be combined with --alternate-sync");
   if (o.compression != Compression::None) {
@@ -331,10 +361,12 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --alternate-sync K     blocks of K synchronised and K unsynchronised steps take turns
                          in the same processes; the summary gives both step medians
                          (benchmark: the replicas drift apart)
-  --zero 1|2             ZeRO instead of DDP: the optimizer state (1), and the
-                         gradients (2), sharded over the ranks; parameters all-gathered
-                         after each step (mlp and lstm; not with --no-sync,
-                         --alternate-sync or --compression)
+  --zero 1|2|3           ZeRO instead of DDP: the optimizer state (1), and the
+                         gradients (2), and the parameters (3) sharded over the ranks;
+                         1-2: parameters all-gathered after each step (mlp and lstm);
+                         3: each layer (gpt: each block) gathered around its forward and
+                         backward (mlp and gpt, data parallelism alone); not with --no-sync,
+                         --alternate-sync or --compression, 3 not with --checkpoint
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --no-overlap           all-reduce every bucket after backward, none from the gradient
                          hooks (DdpOptions::overlap_backward = false)

@@ -23,7 +23,7 @@ struct Options {
   OptimizerKind optimizer = OptimizerKind::Sgd;
   double lr = 0.05;      ///< --lr > 0 (default: sgd 0.05, adam 0.003)
   bool no_sync = false;  ///< --no-sync: same compute, gradients not synchronised
-  /// --zero 1|2: ZeRO stage (optimizer state, and at 2 gradients, sharded); 0 = DDP
+  /// --zero 1|2|3: ZeRO stage (optimizer state; at 2 gradients; at 3 parameters); 0 = DDP
   int zero = 0;
   /// --alternate-sync K: blocks of K synchronised steps alternate with blocks of K steps that
   /// skip synchronisation (each followed by an untimed barrier), in the same processes; the

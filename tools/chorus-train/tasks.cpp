@@ -49,6 +49,29 @@ class MlpTask : public Task {
     return {pixels.sub_(kPixelMean).div_(kPixelStd), split.target.index_select(0, index)};
   }
   torch::Tensor forward(const torch::Tensor& input) override { return net_->forward(input); }
+  std::vector<std::vector<std::size_t>> zero3_units() const override {
+    std::vector<std::vector<std::size_t>> units;
+    std::size_t index = 0;
+    for (const auto& layer : *net_) {
+      const std::size_t held = layer.ptr()->parameters().size();
+      if (held == 0) continue;
+      units.emplace_back();
+      for (std::size_t k = 0; k < held; ++k) units.back().push_back(index++);
+    }
+    return units;
+  }
+  torch::Tensor forward_sharded(const torch::Tensor& input, train::Zero3& zero) override {
+    torch::Tensor x = input;
+    std::size_t unit = 0;
+    for (auto& layer : *net_) {
+      if (layer.ptr()->parameters().empty()) {
+        x = layer.forward(x);
+        continue;
+      }
+      x = zero.run_unit(unit++, x, [&layer](const torch::Tensor& h) { return layer.forward(h); });
+    }
+    return x;
+  }
   double clip_norm() const override { return 0.0; }
 
   static torch::Tensor index_tensor(const std::vector<std::size_t>& indices) {

@@ -5,6 +5,7 @@
 #include "options.hpp"
 
 #include <chorus/train/checkpoint.hpp>
+#include <chorus/train/zero3.hpp>
 
 #include <torch/torch.h>
 
@@ -36,6 +37,14 @@ class Task {
   virtual Batch batch(const std::vector<std::size_t>& indices, bool train) const = 0;
   /// Logits [N, classes] for a batch's input.
   virtual torch::Tensor forward(const torch::Tensor& input) = 0;
+  /// ZeRO-3 (--zero 3): the units over module()->parameters(), one per layer that holds
+  /// parameters; empty when the task cannot run sharded.
+  virtual std::vector<std::vector<std::size_t>> zero3_units() const { return {}; }
+  /// forward() with each unit's layer run through zero.run_unit.
+  virtual torch::Tensor forward_sharded(const torch::Tensor& input, train::Zero3& zero) {
+    (void)zero;
+    return forward(input);
+  }
   /// Global-norm clipping threshold (0 = none).
   virtual double clip_norm() const = 0;
 };

@@ -12,6 +12,7 @@
 #include <chorus/train/ddp.hpp>
 #include <chorus/train/sharded_checkpoint.hpp>
 #include <chorus/train/zero.hpp>
+#include <chorus/train/zero3.hpp>
 
 #include <algorithm>
 #include <array>
@@ -52,11 +53,22 @@ class Trainer {
         task_(make_task(options)),
         sampler_(task_->train_size(), comm.rank(), comm.size(), options.seed) {
     const auto parameters = train::module_parameter_pieces(*task_->module());
-    if (options_.zero > 0) {  // the optimizer over this rank's shards
-      zero_ = std::make_unique<train::ZeroOptimizer>(
-          task_->module()->parameters(), train::Group{comm_, "dp", nullptr},
-          [&](std::vector<torch::Tensor> shards) { return make_optimizer(options, shards); },
-          zero_options());
+    // ZeRO: the optimizer over this rank's shards.
+    const auto over_shards = [&](std::vector<torch::Tensor> shards) {
+      return make_optimizer(options, std::move(shards));
+    };
+    if (options_.zero == 3) {  // no checkpoints (the options refuse --checkpoint)
+      train::Zero3Options zero;
+      zero.overlap_backward = options_.overlap;
+      zero3_ =
+          std::make_unique<train::Zero3>(task_->module()->parameters(), task_->zero3_units(),
+                                         train::Group{comm_, "dp", nullptr}, over_shards, zero);
+      return;
+    }
+    if (options_.zero > 0) {
+      zero_ = std::make_unique<train::ZeroOptimizer>(task_->module()->parameters(),
+                                                     train::Group{comm_, "dp", nullptr},
+                                                     over_shards, zero_options());
       state_ = train::zero_state(*zero_, parameters);
       restore();
       return;
@@ -95,7 +107,7 @@ class Trainer {
       std::vector<std::size_t> indices(std::min(chunk, last - begin));
       std::iota(indices.begin(), indices.end(), begin);
       const Batch batch = task_->batch(indices, false);
-      const auto logits = task_->forward(batch.input);
+      const auto logits = forward(batch.input);
       sums.loss_sum += torch::nn::functional::cross_entropy(
                            logits, batch.target,
                            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -133,7 +145,9 @@ class Trainer {
     const Batch batch = task_->batch(indices, true);
     const auto start = Clock::now();
     if (zero_) {
-      zero_step(batch, static_cast<std::int64_t>(indices.size()));
+      zero_step(*zero_, batch, static_cast<std::int64_t>(indices.size()));
+    } else if (zero3_) {
+      zero_step(*zero3_, batch, static_cast<std::int64_t>(indices.size()));
     } else {
       ddp_step(batch, static_cast<std::int64_t>(indices.size()));
     }
@@ -151,16 +165,22 @@ class Trainer {
     return zero;
   }
 
-  /// ZeRO: gradients reduce-scattered during backward, the shards stepped and all-gathered.
-  void zero_step(const Batch& batch, std::int64_t samples) {
-    zero_->zero_grad();
-    zero_->begin_weighted_step(samples, samples);
-    const auto loss =
-        torch::nn::functional::cross_entropy(task_->forward(batch.input), batch.target);
+  /// The model's logits; under ZeRO-3 each layer's parameters gathered around its use.
+  torch::Tensor forward(const torch::Tensor& input) {
+    return zero3_ ? task_->forward_sharded(input, *zero3_) : task_->forward(input);
+  }
+
+  /// ZeRO (ZeroOptimizer or Zero3): gradients reduce-scattered during backward, the shards
+  /// stepped (and at stages 1-2 all-gathered).
+  template <class Zero>
+  void zero_step(Zero& zero, const Batch& batch, std::int64_t samples) {
+    zero.zero_grad();
+    zero.begin_weighted_step(samples, samples);
+    const auto loss = torch::nn::functional::cross_entropy(forward(batch.input), batch.target);
     loss.backward();
-    zero_->finish_step();
-    if (task_->clip_norm() > 0) zero_->clip_grad_norm(task_->clip_norm());
-    zero_->step();
+    zero.finish_step();
+    if (task_->clip_norm() > 0) zero.clip_grad_norm(task_->clip_norm());
+    zero.step();
     progress_.loss_sum += loss.item<double>();
     progress_.steps += 1;
   }
@@ -198,9 +218,10 @@ class Trainer {
                                   static_cast<double>(progress_.samples)};
     comm_.all_reduce(sums.data(), sums.data(), sums.size(), DataType::Float64, ReduceOp::Sum);
     const double elapsed = seconds_since(progress_.start);
-    const double comm_seconds = ddp_    ? ddp_->stats().seconds_communicating_exposed
-                                : zero_ ? zero_->reducer().stats().seconds_waiting
-                                        : 0.0;
+    const double comm_seconds = ddp_     ? ddp_->stats().seconds_communicating_exposed
+                                : zero_  ? zero_->reducer().stats().seconds_waiting
+                                : zero3_ ? zero3_->reducer().stats().seconds_waiting
+                                         : 0.0;
     char line[200];
     std::snprintf(line, sizeof line, "epoch %llu step %lld loss %.9g samples/s %.1f comm %.1f%%",
                   static_cast<unsigned long long>(sampler_.epoch()), static_cast<long long>(step_),
@@ -300,6 +321,7 @@ class Trainer {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<train::DistributedDataParallel> ddp_;
   std::unique_ptr<train::ZeroOptimizer> zero_;
+  std::unique_ptr<train::Zero3> zero3_;
   train::ShardedState state_;  ///< what save() and restore() read and fill
   train::DistributedSampler sampler_;
   std::int64_t step_ = 0;

@@ -83,6 +83,11 @@ struct ReducerOptions {
   std::int64_t divisor = 0;
   /// Reduce-scatter instead of all-reduce (ZeRO). InvalidArgument with compression.
   GradSharding sharding = GradSharding::None;
+  /// Explicit buckets (parameter indices, launch order; each index within a bucket in layout
+  /// order) instead of assign_buckets(): ZeRO-3 makes one bucket per unit. Every parameter
+  /// that requires a gradient must be in exactly one, each bucket of one dtype, else
+  /// InvalidArgument. Empty: the caps above decide.
+  std::vector<std::vector<std::size_t>> buckets;
 };
 
 class CHORUS_EXPORT GradientReducer {

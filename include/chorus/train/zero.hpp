@@ -36,6 +36,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace torch::optim {
@@ -56,6 +58,40 @@ struct ZeroOptions {
   /// Copies rank 0's parameters to every rank at construction (one broadcast per bucket).
   bool broadcast_parameters = true;
 };
+
+/// One piece of a rank's shard, for sharded checkpoints: elements [param_offset, param_offset
+/// + length) of parameter `param` (its index in the list the sharding class was given,
+/// flattened row-major) are elements [shard_offset, shard_offset + length) of the rank's shard
+/// `shard`. A shard's elements covered by no piece are padding (zeros). Every ZeRO stage lays
+/// out a flat buffer (a bucket at stages 1-2, a unit at stage 3) as its parameters end to end
+/// in BucketLayout order, padded to a multiple of the group's size d, and rank r holds block r.
+struct ShardPiece {
+  std::size_t param = 0;
+  std::int64_t param_offset = 0;
+  std::int64_t length = 0;
+  std::size_t shard = 0;
+  std::int64_t shard_offset = 0;
+  bool operator==(const ShardPiece&) const = default;
+};
+
+/// The pieces of rank `rank` of `ranks` for flat buffers `layouts` (shard k is block `rank` of
+/// layouts[k]), ordered by shard then offset. Pure. InvalidArgument unless 0 <= rank < ranks
+/// and every padded_numel is a multiple of ranks.
+CHORUS_EXPORT std::vector<ShardPiece> shard_pieces(const std::vector<BucketLayout>& layouts,
+                                                   int ranks, int rank);
+
+/// The optimizer's state of one shard tensor, for sharded checkpoints: its state tensors by
+/// libtorch's names ("momentum_buffer"; "exp_avg", "exp_avg_sq", "max_exp_avg_sq"; "sum";
+/// "square_avg", "grad_avg"), each of the shard's size, and the step count (0 for SGD, which
+/// keeps none). `tensors` is empty before the first step. The tensors are the optimizer's own:
+/// writing into them sets the state. InvalidArgument for a tensor the optimizer does not hold
+/// or a state of another type than SGD's, Adam's, AdamW's, Adagrad's or RMSprop's.
+struct ShardState {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  std::int64_t step = 0;
+};
+CHORUS_EXPORT ShardState shard_state(const torch::optim::Optimizer& optimizer,
+                                     const at::Tensor& shard);
 
 /// Makes the optimizer over this rank's parameter shards (one flat tensor per bucket).
 using ShardOptimizerFactory =
@@ -99,6 +135,10 @@ class CHORUS_EXPORT ZeroOptimizer {
   /// This rank's shards, one per bucket (launch order): parameters and reduced gradients.
   std::vector<at::Tensor> parameter_shards() const;
   std::vector<at::Tensor> gradient_shards() const;
+
+  /// Where this rank's shards lie in the parameters (shard k is parameter_shards()[k]); see
+  /// ShardPiece.
+  std::vector<ShardPiece> shard_layout() const;
 
   /// Bytes this rank holds now (tensor sizes, padding included).
   struct Memory {

@@ -68,6 +68,48 @@ GradientReducer::Impl::~Impl() {
   wait_launched_quietly();
 }
 
+// The parameter indices of each bucket: options.buckets checked, or assign_buckets() over the
+// trained parameters (`trained`, with their bytes and dtypes).
+std::vector<std::vector<std::size_t>> GradientReducer::Impl::bucket_members(
+    const std::vector<std::size_t>& trained, const std::vector<std::size_t>& bytes,
+    const std::vector<int>& kinds) const {
+  std::vector<std::vector<std::size_t>> out;
+  if (options.buckets.empty()) {
+    for (auto members :
+         assign_buckets(bytes, kinds, options.first_bucket_bytes, options.bucket_cap_bytes)) {
+      for (std::size_t& k : members) k = trained[k];
+      out.push_back(std::move(members));
+    }
+    return out;
+  }
+  std::vector<int> seen(params.size(), 0);
+  for (std::size_t b = 0; b < options.buckets.size(); ++b) {
+    const auto& members = options.buckets[b];
+    const auto where = " in explicit bucket " + std::to_string(b);
+    require_argument(!members.empty(),
+                     "GradientReducer: explicit bucket " + std::to_string(b) + " is empty");
+    for (std::size_t p : members) {
+      require_argument(p < params.size(), "GradientReducer: parameter index " + std::to_string(p) +
+                                              where + " is out of range (" +
+                                              std::to_string(params.size()) + " parameters)");
+      require_argument(params[p].requires_grad(), "GradientReducer: parameter " +
+                                                      std::to_string(p) + where +
+                                                      " does not require a gradient");
+      require_argument(++seen[p] == 1, "GradientReducer: parameter " + std::to_string(p) +
+                                           " is in more than one explicit bucket");
+      require_argument(params[p].scalar_type() == params[members.front()].scalar_type(),
+                       "GradientReducer: explicit bucket " + std::to_string(b) +
+                           " mixes dtypes (parameters " + std::to_string(members.front()) +
+                           " and " + std::to_string(p) + ")");
+    }
+  }
+  for (std::size_t p : trained) {
+    require_argument(seen[p] == 1, "GradientReducer: parameter " + std::to_string(p) +
+                                       " requires a gradient but is in no explicit bucket");
+  }
+  return options.buckets;
+}
+
 // Buckets hold the parameters that require a gradient, one dtype each; the layout is a pure
 // function of their sizes and dtypes, so it is identical on every rank.
 void GradientReducer::Impl::make_buckets() {
@@ -82,12 +124,10 @@ void GradientReducer::Impl::make_buckets() {
   }
   bucket_of.assign(params.size(), kNone);
   slot_of.assign(params.size(), 0);
-  for (const auto& members :
-       assign_buckets(bytes, kinds, options.first_bucket_bytes, options.bucket_cap_bytes)) {
+  for (const auto& members : bucket_members(trained, bytes, kinds)) {
     Bucket bucket;
     std::int64_t total = 0;
-    for (std::size_t k : members) {
-      const std::size_t p = trained[k];
+    for (std::size_t p : members) {
       bucket_of[p] = buckets.size();
       slot_of[p] = bucket.params.size();
       bucket.params.push_back(p);

@@ -52,6 +52,9 @@ struct GradientReducer::Impl {
 
   // Construction and step protocol (reducer.cpp).
   void make_buckets();
+  std::vector<std::vector<std::size_t>> bucket_members(const std::vector<std::size_t>& trained,
+                                                       const std::vector<std::size_t>& bytes,
+                                                       const std::vector<int>& kinds) const;
   void install_hooks();
   void remove_hooks();
   void begin(double weight, double samples, bool weighted);

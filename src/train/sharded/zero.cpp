@@ -2,6 +2,7 @@
 // gradients reduce-scattered by the reducer (GradSharding::Keep at stage 1, Release at stage 2),
 // the optimizer stepping this rank's blocks, parameters all-gathered in place. See zero.hpp.
 #include "../autograd/tensor_collectives.hpp"
+#include "shard_checks.hpp"
 
 #include <chorus/error.hpp>
 #include <chorus/train/zero.hpp>
@@ -9,7 +10,6 @@
 #include <torch/torch.h>
 
 #include <string>
-#include <unordered_set>
 
 namespace chorus::train {
 namespace {
@@ -96,22 +96,7 @@ void ZeroOptimizer::Impl::seat_parameters() {
 }
 
 void ZeroOptimizer::Impl::check_optimizer() const {
-  std::unordered_set<const void*> given;
-  for (const at::Tensor& s : shards) given.insert(s.unsafeGetTensorImpl());
-  std::size_t held = 0;
-  std::size_t foreign = 0;
-  for (const auto& param_group : optimizer->param_groups()) {
-    for (const at::Tensor& t : param_group.params()) {
-      ++held;
-      if (given.count(t.unsafeGetTensorImpl()) == 0) ++foreign;
-    }
-  }
-  require_argument(foreign == 0 && held == shards.size(),
-                   "ZeroOptimizer: the optimizer holds " + std::to_string(held) + " tensor(s), " +
-                       std::to_string(foreign) + " of them not among the " +
-                       std::to_string(shards.size()) +
-                       " shards it was given; build it over the factory's argument, not the "
-                       "model's parameters");
+  detail::require_optimizer_over(*optimizer, shards, "ZeroOptimizer", "shards");
 }
 
 ZeroOptimizer::ZeroOptimizer(std::vector<at::Tensor> params, Group group,
@@ -183,6 +168,10 @@ std::vector<at::Tensor> ZeroOptimizer::gradient_shards() const {
     out.push_back(impl_->reducer.gradient_shard(b));
   }
   return out;
+}
+
+std::vector<ShardPiece> ZeroOptimizer::shard_layout() const {
+  return shard_pieces(impl_->layouts, impl_->group.size(), impl_->group.rank());
 }
 
 ZeroOptimizer::Memory ZeroOptimizer::memory() const {

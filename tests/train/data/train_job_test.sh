@@ -9,9 +9,10 @@
 # or global batch is refused with a sentence naming the difference, before any step, leaving
 # the checkpoint as it was. fresh: --resume without a file says it starts from scratch.
 # badpath: an unwritable --checkpoint fails before step 1. options: values chorus-train
-# cannot use are refused by the parser, naming the option and the value. zero: --zero 1 and
-# --zero 2 at 3 ranks print the losses DDP prints (relative 1e-5: the same mean gradient,
-# reduced in another order) and --zero refuses what it does not support. restart: a rank
+# cannot use are refused by the parser, naming the option and the value. zero: --zero 1, 2 and
+# 3 (MLP) and --zero 3 (GPT) at 3 ranks print the losses DDP prints (relative 1e-5: the same
+# mean gradient, reduced in another order) and --zero refuses what it does not support,
+# --zero 2|3 with --pp > 1 among it. restart: a rank
 # killed at a random moment after the first checkpoint, under chorusrun --max-restarts, is
 # restarted with the whole job, which resumes from its last complete checkpoint and ends
 # with an uninterrupted run's parameters (the final checkpoints' model pieces agree).
@@ -85,7 +86,7 @@ case "$mode" in
   zero)
     common=(--model mlp --steps 12 --log-every 1 --hidden 64 --layers 2 --batch 16 --no-eval)
     "$run" -n 3 --timeout 100 "$train" "${common[@]}" >"$work/ddp" || fail "DDP run exited with $?"
-    for stage in 1 2; do
+    for stage in 1 2 3; do
       "$run" -n 3 --timeout 100 "$train" "${common[@]}" --zero "$stage" --optimizer adam \
         >"$work/adam$stage" || fail "--zero $stage --optimizer adam exited with $?"
       loss_fell "$work/adam$stage"
@@ -98,8 +99,26 @@ case "$mode" in
         END { if (bad != "") { print "steps differing:" bad; exit 1 } }' ||
         fail "--zero $stage losses differ from DDP's"
     done
-    refused zero3 "--zero '3' is not valid" "$train" --model mlp --steps 2 --zero 3
+    same() {  # LOG_A LOG_B: the same steps, losses within 1e-5 (relative)
+      paste <(losses "$1") <(losses "$2") | awk '
+        { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * ($2 < 0 ? -$2 : $2)) bad = 1 }
+        END { exit bad }'
+    }
+    gpt=(--model gpt --steps 6 --log-every 1 --layers 2 --hidden 32 --heads 4 --seq-len 16
+      --batch 4 --no-eval)
+    "$run" -n 3 --timeout 100 "$train" "${gpt[@]}" >"$work/gptddp" || fail "GPT DDP exited with $?"
+    "$run" -n 3 --timeout 100 "$train" "${gpt[@]}" --zero 3 >"$work/gptzero3" ||
+      fail "GPT --zero 3 exited with $?"
+    cat "$work/gptzero3"
+    [ "$(losses "$work/gptzero3" | wc -l)" -eq 6 ] || fail "expected 6 GPT steps at --zero 3"
+    same "$work/gptddp" "$work/gptzero3" || fail "GPT --zero 3 losses differ from DDP's"
+    refused zero4 "--zero '4' is not valid" "$train" --model mlp --steps 2 --zero 4
     refused zerogpt "is not supported with --model gpt" "$train" --model gpt --steps 2 --zero 2
+    refused zeropp "--zero '3' is not valid: cannot be combined with --pp 2" \
+      "$train" --model gpt --steps 2 --zero 3 --pp 2
+    refused zerolstm "needs --model mlp or gpt" "$train" --model lstm --steps 2 --zero 3
+    refused zero3ck "cannot be combined with --checkpoint" \
+      "$train" --model mlp --steps 2 --zero 3 --checkpoint "$work/ck.pt"
     ;;
   zeroresume)
     # --zero 2 at 4 ranks saved at step 4 (each rank its shards), resumed at 4 ranks (the
