@@ -56,6 +56,12 @@ GptParts stage_parts(const PipelineSchedule& schedule, int r,
 
 /// Rank `r`'s parts of the model (stage_parts), over the cp group too when there is one.
 GptModel stage_model(const GptConfig& c, const PipelineGroups& g, const GptParts& parts) {
+  if (g.ep) {
+    require_argument(g.cp.has_value(),
+                     "GptPipeline: an expert group needs the cp group too (of "
+                     "one rank without context parallelism)");
+    return GptModel(c, g.tp, *g.cp, *g.ep, parts);
+  }
   return g.cp ? GptModel(c, g.tp, *g.cp, parts) : GptModel(c, g.tp, parts);
 }
 
