@@ -19,6 +19,7 @@
 // reductions (sum over cp and average over dp, tp sum of SP's partial gradients) and an SGD
 // step; the slowest
 // rank's median over the timed steps.
+#include "bench_process.hpp"
 #include "counting_allocator.hpp"
 
 #include <chorus/communicator.hpp>
@@ -86,18 +87,7 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-chorus::Communicator connect() {
-  if (std::getenv("RANK") != nullptr) return chorus::Communicator::init_from_env();
-  chorus::InitOptions single;
-  single.store_address = "127.0.0.1:0";
-  return chorus::Communicator::init(single);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using chorus::bench::connect, chorus::bench::median;
 
 /// The bytes held for backward per block (see the file comment).
 std::int64_t activation_bytes_per_layer(const chorus::train::GptModel& model,

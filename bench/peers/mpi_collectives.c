@@ -6,7 +6,9 @@
  *   count is rounded down to a multiple of the rank count there.
  *   time  = mean over the timed iterations, max over ranks (after warm-up and a barrier).
  *   algbw = size / time.  busbw = algbw * factor: allreduce 2(n-1)/n; allgather,
- *   reducescatter, gather, scatter, alltoall (n-1)/n; broadcast, reduce 1.
+ *   reducescatter, gather, scatter, alltoall, alltoallv (n-1)/n; broadcast, reduce 1.
+ *   alltoallv: chorus-perf's uneven counts (set_alltoallv_counts); algbw's size is the bytes
+ *   a rank sends, averaged over the ranks.
  * Data: fp32, op sum, root 0, out of place.
  *
  * usage: mpirun -np N mpi_collectives [-t NAME[,NAME...]|all] [-b BYTES] [-e BYTES]
@@ -20,7 +22,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kGather, kScatter };
+enum {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kAllToAllV
+};
 
 struct Bench {
   const char* name;
@@ -28,9 +40,29 @@ struct Bench {
 };
 
 static const struct Bench kBenches[] = {
-    {"allreduce", 0},     {"broadcast", 0}, {"reduce", 0}, {"allgather", 1},
-    {"reducescatter", 1}, {"alltoall", 1},  {"gather", 1}, {"scatter", 1},
+    {"allreduce", 0}, {"broadcast", 0}, {"reduce", 0},  {"allgather", 1}, {"reducescatter", 1},
+    {"alltoall", 1},  {"gather", 1},    {"scatter", 1}, {"alltoallv", 1},
 };
+
+/* alltoallv's uneven counts, chorus-perf's: rank r sends block - ((r + p) mod 2) * block/2
+ * elements to rank p, at displacement p * block on both sides. */
+static int* v_counts;
+static int* v_displs;
+
+static void set_alltoallv_counts(int block, int rank, int n) {
+  for (int p = 0; p < n; ++p) {
+    v_counts[p] = block - ((rank + p) % 2) * (block / 2);
+    v_displs[p] = p * block;
+  }
+}
+
+/* Bytes a rank sends in alltoallv, averaged over the ranks (chorus-perf's algbw size). */
+static double alltoallv_bytes(int block, int n) {
+  double total = 0;
+  for (int r = 0; r < n; ++r)
+    for (int p = 0; p < n; ++p) total += block - ((r + p) % 2) * (block / 2);
+  return total / n * sizeof(float);
+}
 enum { kNumBenches = sizeof kBenches / sizeof kBenches[0] };
 
 struct Options {
@@ -136,6 +168,10 @@ static void run_once(int bench, float* send, float* recv, int count, int block) 
     case kScatter:
       MPI_Scatter(send, block, MPI_FLOAT, recv, block, MPI_FLOAT, 0, MPI_COMM_WORLD);
       break;
+    case kAllToAllV:
+      MPI_Alltoallv(send, v_counts, v_displs, MPI_FLOAT, recv, v_counts, v_displs, MPI_FLOAT,
+                    MPI_COMM_WORLD);
+      break;
   }
 }
 
@@ -170,8 +206,10 @@ static void run_bench(int bench, const struct Options* o, int rank, int n) {
     long long block = kBenches[bench].blocked ? elements / n : elements;
     long long count = kBenches[bench].blocked ? block * n : elements;
     if (count > 0x7fffffff) usage_exit(rank, "size above 2^31 elements");
+    if (bench == kAllToAllV) set_alltoallv_counts((int)block, rank, n);
     double seconds = measure(bench, (int)count, (int)block, o);
-    double size = (double)count * sizeof(float);
+    double size =
+        bench == kAllToAllV ? alltoallv_bytes((int)block, n) : (double)count * sizeof(float);
     double algbw = seconds > 0 ? size / seconds / 1e9 : 0;
     if (rank == 0) {
       printf("%-14s %12lld %12lld %12.2f %9.3f %9.3f\n", kBenches[bench].name,
@@ -188,6 +226,9 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   struct Options o = parse_options(argc, argv, rank);
+  v_counts = malloc((size_t)n * sizeof(int));
+  v_displs = malloc((size_t)n * sizeof(int));
+  if (!v_counts || !v_displs) MPI_Abort(MPI_COMM_WORLD, 1);
   if (rank == 0) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int length = 0;
@@ -200,6 +241,8 @@ int main(int argc, char** argv) {
   for (int b = 0; b < kNumBenches; ++b) {
     if (o.selected[b]) run_bench(b, &o, rank, n);
   }
+  free(v_counts);
+  free(v_displs);
   MPI_Finalize();
   return 0;
 }

@@ -4,6 +4,7 @@
 // bytes of the fortunes corpus (see gpt_trainer.hpp and docs/training.md).
 #include "gpt_trainer.hpp"
 
+#include "gpt_moe.hpp"
 #include "gpt_state.hpp"
 #include "run_state.hpp"
 #include "tasks.hpp"
@@ -52,6 +53,7 @@ train::Mesh make_mesh(const Options& options, const Communicator& comm) {
   mesh.degrees.cp = cp;
   mesh.degrees.pp = options.pp;
   mesh.degrees.dp = world / (model * cp);
+  mesh.degrees.ep = options.ep;
   mesh.embedding_group = options.pp > 1;
   return train::Mesh(comm, mesh);
 }
@@ -66,13 +68,15 @@ train::ReducerOptions reducer_options(const Options& options, const train::Mesh&
   return reducer;
 }
 
-train::PipelineGroups pipeline_groups(const train::Mesh& mesh) {
+train::PipelineGroups pipeline_groups(const train::Mesh& mesh, const Options& options) {
   const int p = mesh.layout().pp, stage = mesh.coordinates().pp;
   std::optional<train::Group> embedding;
   if (p > 1 && (stage == 0 || stage == p - 1)) embedding = mesh.embedding();
   std::optional<train::Group> cp;
-  if (mesh.layout().cp > 1) cp = mesh.cp();
-  return {mesh.pp(), mesh.tp(), embedding, cp};
+  if (mesh.layout().cp > 1 || options.moe_experts > 0) cp = mesh.cp();
+  std::optional<train::Group> ep;
+  if (options.moe_experts > 0) ep = mesh.expert();
+  return {mesh.pp(), mesh.tp(), embedding, cp, ep};
 }
 
 train::PipelineOptions pipeline_options(const Options& options) {
@@ -92,6 +96,7 @@ train::GptConfig gpt_config(const Options& options) {
   c.sequence_parallel = options.sequence_parallel;
   c.seed = options.seed;
   c.dropout = options.dropout;
+  c.moe = moe_config(options);
   c.recompute = options.recompute == Recomputation::Full        ? train::Recompute::Full
                 : options.recompute == Recomputation::Selective ? train::Recompute::Selective
                                                                 : train::Recompute::None;
@@ -142,7 +147,7 @@ class GptTrainer {
         train_(corpus_.train, options.seq_len),
         validation_(corpus_.validation, options.seq_len),
         mesh_(make_mesh(options, comm)),
-        pipeline_(gpt_config(options), pipeline_groups(mesh_), pipeline_options(options)),
+        pipeline_(gpt_config(options), pipeline_groups(mesh_, options), pipeline_options(options)),
         // Under ZeRO-3 the optimizer is Zero3's, over the unit shards.
         optimizer_(options.zero == 3 ? nullptr : make_optimizer(options, pipeline_.parameters())),
         sampler_(train_.samples(), mesh_.coordinates().dp, mesh_.layout().dp, options.seed) {
@@ -161,8 +166,12 @@ class GptTrainer {
       return;
     }
     restore();
-    reducer_ = std::make_unique<train::GradientReducer>(
-        pipeline_.parameters(), mesh_.data_context(), reducer_options(options_, mesh_));
+    if (options.moe_experts > 0)
+      moe_reducers_ = std::make_unique<MoeGradients>(pipeline_.named_parameters(), mesh_,
+                                                     reducer_options(options_, mesh_));
+    else
+      reducer_ = std::make_unique<train::GradientReducer>(
+          pipeline_.parameters(), mesh_.data_context(), reducer_options(options_, mesh_));
   }
 
   void train() {
@@ -186,8 +195,8 @@ class GptTrainer {
     const auto& c = pipeline_.model().config();
     return "model: gpt layers " + std::to_string(c.layers) + " hidden " + std::to_string(c.hidden) +
            " heads " + std::to_string(c.heads) + " seq-len " + std::to_string(c.sequence) +
-           " vocab 256" + dropout_text(options_) + "; tp " + std::to_string(mesh_.layout().tp) +
-           (c.sequence_parallel ? " (sequence parallel)" : "") +
+           " vocab 256" + dropout_text(options_) + moe_description(options_, mesh_) + "; tp " +
+           std::to_string(mesh_.layout().tp) + (c.sequence_parallel ? " (sequence parallel)" : "") +
            (mesh_.layout().cp > 1 ? " x cp " + std::to_string(mesh_.layout().cp) : "") + " x dp " +
            std::to_string(mesh_.layout().dp) + pipeline_text() + " x batch " +
            std::to_string(options_.batch) + (zero3_ ? " (ZeRO-3)" : "") + "; corpus " +
@@ -227,7 +236,8 @@ class GptTrainer {
       return;
     }
     optimizer_->zero_grad();
-    reducer_->begin_step();
+    if (moe_reducers_) moe_reducers_->begin_step();
+    if (reducer_) reducer_->begin_step();
     // Each chunk's gradients are reduced over dp_cp as soon as its last backward has run.
     // Dropout masks: replica d's samples follow those of replicas 0..d-1 in the global batch.
     const train::DropoutPosition position{.step = static_cast<std::uint64_t>(step_),
@@ -235,11 +245,17 @@ class GptTrainer {
     const torch::Tensor loss = pipeline_.forward_backward(
         train::split_micro_batches(tokens, targets, options_.micro_batches), reducer_.get(),
         position);
-    reducer_->finish_step();
+    if (moe_reducers_) moe_reducers_->finish_step();
+    if (reducer_) reducer_->finish_step();
     // The dp_cp reduction and the tp sum of sequence-parallel partial gradients commute.
     train::all_reduce_partial_gradients(pipeline_.partial_gradient_parameters(), mesh_.tp());
-    train::clip_grad_norm(pipeline_.norm_pieces(1), {mesh_.tp(), mesh_.pp(), mesh_.data_context()},
-                          kClipNorm);
+    if (moe_reducers_)  // experts sharded over ep, everything replicated over edp
+      train::clip_grad_norm(moe_norm_pieces(pipeline_.norm_pieces(2), pipeline_.named_parameters()),
+                            {mesh_.tp(), mesh_.pp(), mesh_.expert(), mesh_.expert_data()},
+                            kClipNorm);
+    else
+      train::clip_grad_norm(pipeline_.norm_pieces(1),
+                            {mesh_.tp(), mesh_.pp(), mesh_.data_context()}, kClipNorm);
     optimizer_->step();
     if (loss.defined()) {  // the last stage's ranks (summed over cp: the whole sequence's)
       loss_sum_ += loss.item<double>();
@@ -304,7 +320,12 @@ class GptTrainer {
     std::snprintf(line, sizeof line, "epoch %llu step %lld loss %.9g tokens/s %.1f",
                   static_cast<unsigned long long>(sampler_.epoch()), static_cast<long long>(step_),
                   sums[0] / sums[1], sums[2] / elapsed);
-    say(line);
+    const std::string moe =
+        options_.moe_experts > 0
+            ? moe_progress(pipeline_.model().take_moe_counters(), mesh_.coordinates().tp == 0,
+                           options_.moe_experts, comm_)
+            : "";
+    say(line + moe);
     loss_sum_ = 0;
     steps_ = 0;
     loss_steps_ = 0;
@@ -390,8 +411,9 @@ class GptTrainer {
   train::GptPipeline pipeline_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   train::DistributedSampler sampler_;
-  std::unique_ptr<train::GradientReducer> reducer_;
-  std::unique_ptr<train::Zero3> zero3_;
+  std::unique_ptr<train::GradientReducer> reducer_;  ///< dense models
+  std::unique_ptr<MoeGradients> moe_reducers_;       ///< MoE models
+  std::unique_ptr<train::Zero3> zero3_;              ///< --zero 3
   std::int64_t step_ = 0;
   double loss_sum_ = 0;
   std::int64_t steps_ = 0;       ///< steps since the last progress line

@@ -156,6 +156,31 @@ const std::map<std::string, Setter>& valued_options() {
               {{"none", [](Parsed& p) { p.options.recompute = Recomputation::None; }},
                {"selective", [](Parsed& p) { p.options.recompute = Recomputation::Selective; }},
                {"full", [](Parsed& p) { p.options.recompute = Recomputation::Full; }}})},
+      {"--moe-experts", integer(&Options::moe_experts, "--moe-experts", 1, 1 << 20)},
+      {"--moe-top-k", small_integer(&Options::moe_top_k, "--moe-top-k", 1, 2)},
+      {"--moe-every", integer(&Options::moe_every, "--moe-every", 1, 64)},
+      {"--moe-group-tokens", integer(&Options::moe_group_tokens, "--moe-group-tokens", 0)},
+      {"--ep", small_integer(&Options::ep, "--ep", 1, 4096)},
+      {"--moe-capacity",
+       [](Parsed& p, const std::string& v) {
+         p.options.moe_dropless = v == "dropless";
+         if (!p.options.moe_dropless)
+           p.options.moe_capacity =
+               to_double("--moe-capacity", v, 0, true, std::numeric_limits<double>::max(),
+                         "must be a capacity factor > 0 or dropless");
+       }},
+      {"--moe-aux-loss",
+       [](Parsed& p, const std::string& v) {
+         p.options.moe_aux_loss = to_double("--moe-aux-loss", v, 0, false,
+                                            std::numeric_limits<double>::max(),
+                                            "must be a number >= 0");
+       }},
+      {"--moe-z-loss",
+       [](Parsed& p, const std::string& v) {
+         p.options.moe_z_loss = to_double("--moe-z-loss", v, 0, false,
+                                          std::numeric_limits<double>::max(),
+                                          "must be a number >= 0");
+       }},
       {"--corpus",
        [](Parsed& p, const std::string& v) {
          if (v.empty()) throw bad("--corpus", v, "expected a directory");
@@ -207,6 +232,23 @@ bool set_flag(Options& o, const std::string& word) {
   return true;
 }
 
+/// Refuses --ep and the routing options without --moe-experts, and E not a multiple of --ep
+/// or below --moe-top-k.
+void check_moe_options(const Options& o) {
+  if (o.moe_experts == 0) {
+    if (o.ep != 1) throw bad("--ep", std::to_string(o.ep), "needs --moe-experts");
+    if (o.moe_top_k != 1)
+      throw bad("--moe-top-k", std::to_string(o.moe_top_k), "needs --moe-experts");
+    return;
+  }
+  if (o.moe_experts % o.ep != 0)
+    throw bad("--moe-experts", std::to_string(o.moe_experts),
+              "is not a multiple of --ep " + std::to_string(o.ep));
+  if (o.moe_top_k > o.moe_experts)
+    throw bad("--moe-top-k", std::to_string(o.moe_top_k),
+              "exceeds --moe-experts " + std::to_string(o.moe_experts));
+}
+
 /// Refuses the GPT's options with another model, and what the GPT run does not support.
 void check_gpt_options(const Options& o) {
   if (o.model != ModelKind::Gpt) {
@@ -221,8 +263,11 @@ void check_gpt_options(const Options& o) {
       throw bad("--micro-batches", std::to_string(o.micro_batches), "needs --model gpt");
     }
     if (o.pp_dry_run) throw bad("--pp-dry-run", "", "needs --model gpt");
+    if (o.moe_experts != 0)
+      throw bad("--moe-experts", std::to_string(o.moe_experts), "needs --model gpt");
     return;
   }
+  check_moe_options(o);
   if (o.batch % o.micro_batches != 0) {
     throw bad("--micro-batches", std::to_string(o.micro_batches),
               "--batch " + std::to_string(o.batch) + " does not split into " +
@@ -258,6 +303,10 @@ void check_zero3_options(const Options& o) {
   }
   if (!o.checkpoint.empty()) {
     throw bad("--zero", "3", "cannot be combined with --checkpoint (no ZeRO-3 checkpoints yet)");
+  }
+  if (o.moe_experts > 0) {
+    throw bad("--zero", "3",
+              "cannot be combined with --moe-experts (experts are reduced over their own group)");
   }
 }
 
@@ -420,6 +469,23 @@ GPT (--model gpt; --no-sync and --alternate-sync do not apply):
                          [0, 1); masks independent of the layout                 [0]
   --recompute R          activation recomputation: none|selective (attention core)|
                          full (each block, in backward)                       [none]
+Mixture of experts (--model gpt):
+  --moe-experts E        MoE MLPs with E experts (GELU MLPs h -> 4h -> h) and a
+                         router (softmax, top-k) instead of the dense MLP (0: dense) [0]
+  --moe-top-k K          experts per token, 1 (gate: its probability) or 2 (gates
+                         renormalised)                                           [1]
+  --moe-capacity C       capacity factor > 0 (each expert keeps at most
+                         ceil(T·K·C/E) tokens of a routing group, the lowest
+                         probability dropped first) or dropless                  [1]
+  --moe-every F          blocks 0, F, 2F, ... are MoE blocks                      [1]
+  --moe-group-tokens T   tokens per routing group (0: one sample's sequence; with
+                         --cp it must divide S/U)                                [0]
+  --moe-aux-loss A       load-balancing loss coefficient A·E·sum f_i·P_i       [0.01]
+  --moe-z-loss B         router z-loss coefficient                               [0]
+  --ep N                 expert-parallel degree: the experts split over N ranks of
+                         the dp·cp replicas; N divides dp·cp and E               [1]
+  The progress line adds the tokens each expert kept (summed over the MoE blocks
+  and ranks), the drop rate and the mean aux loss per MoE block.
 Environment: CHORUS_FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist).
 )";
 }

@@ -63,6 +63,17 @@ struct Options {
   // GPT dropout and activation recomputation (--model gpt):
   double dropout = 0;  ///< --dropout P in [0, 1): the probability of every dropout site
   Recomputation recompute = Recomputation::None;  ///< --recompute none|selective|full
+
+  // Mixture of experts (--model gpt): MoE MLPs in every --moe-every-th block.
+  std::int64_t moe_experts = 0;       ///< --moe-experts E (0: dense MLPs)
+  int moe_top_k = 1;                  ///< --moe-top-k 1|2
+  double moe_capacity = 1.0;          ///< --moe-capacity C > 0, or dropless
+  bool moe_dropless = false;          ///< --moe-capacity dropless
+  std::int64_t moe_every = 1;         ///< --moe-every F: blocks 0, F, 2F, ... are MoE blocks
+  std::int64_t moe_group_tokens = 0;  ///< --moe-group-tokens T (0: one sample's sequence)
+  double moe_aux_loss = 1e-2;         ///< --moe-aux-loss α
+  double moe_z_loss = 0;              ///< --moe-z-loss β
+  int ep = 1;                         ///< --ep: expert-parallel degree, divides dp·cp and E
 };
 
 inline constexpr double kMinBucketCapMb = 0.001;  ///< 1 KiB-ish: about a bucket per tensor

@@ -4,7 +4,7 @@
 //   tokens [s, b] -> VocabParallelEmbedding + learned position embedding (replicated)
 //   L × pre-LayerNorm blocks:
 //     x + RowParallel(attention(ColumnParallel QKV(LayerNorm(x))))   heads split over tp
-//     x + RowParallel(GELU(ColumnParallel h -> 4h(LayerNorm(x))))
+//     x + RowParallel(GELU(ColumnParallel h -> 4h(LayerNorm(x))))   or x + MoE(LayerNorm(x))
 //   final LayerNorm -> the embedding's tied logits -> vocab_parallel_cross_entropy, averaged
 //
 // Activations are [s, b, h]; under sequence parallelism everything outside attention and the
@@ -33,6 +33,7 @@
 
 #include <chorus/export.hpp>
 #include <chorus/train/mesh.hpp>
+#include <chorus/train/moe.hpp>
 #include <chorus/train/tensor_parallel.hpp>
 
 #include <ATen/core/Tensor.h>
@@ -56,6 +57,26 @@ namespace chorus::train {
 /// Gradients are those without recomputation (the same operations on the same values).
 enum class Recompute { None, Selective, Full };
 
+/// Mixture-of-experts MLPs (moe.hpp) in place of the dense MLP of block i when i % every == 0
+/// (Megatron's --moe-layer-freq: every = 1 all blocks, 2 blocks 0, 2, 4, ...). The MoE layer of
+/// block i is named "layers.i.moe" (its router "layers.i.moe.router.weight", its experts
+/// "layers.i.moe.experts.<global expert>.fc1.weight", ...), and sees the tokens a rank holds in
+/// sample-major order (sample by sample, each sample's positions in order), so that a routing
+/// group of T tokens is the same tokens at every data- and context-parallel layout when T
+/// divides the tokens of a sample a rank holds (s/u). The aux and z losses enter the gradient
+/// where the layer runs (Megatron's MoEAuxLossAutoScaler), weighted by set_moe_loss_scale()
+/// and 1/u, so the objective is the cross-entropy plus the sum over MoE blocks of their
+/// losses averaged over the routing groups of the global batch.
+struct GptMoeConfig {
+  std::int64_t experts = 0;  ///< 0: every MLP is dense
+  std::int64_t every = 1;    ///< block i is an MoE block when i % every == 0
+  std::int64_t ffn = 0;      ///< each expert's inner size; 0: 4·hidden
+  /// group_tokens 0: one sample's whole sequence (s tokens) per routing group.
+  MoeRoutingOptions routing = {};
+  double aux_loss_coef = 1e-2;
+  double z_loss_coef = 0;
+};
+
 struct GptConfig {
   std::int64_t layers = 2;
   std::int64_t hidden = 24;
@@ -74,6 +95,18 @@ struct GptConfig {
   /// The linear layers defer their weight gradients (tensor_parallel.hpp): backward leaves them
   /// to compute_weight_gradients().
   bool defer_weight_gradients = false;
+  GptMoeConfig moe = {};
+};
+
+/// What the MoE blocks did in the forward passes since the last take_moe_counters() (training
+/// forwards only: with autograd recording), on this rank's tokens, summed over the MoE blocks.
+struct GptMoeCounters {
+  std::vector<std::int64_t> kept;   ///< [E]: assignments kept (sent to) per expert
+  std::int64_t assignments = 0;     ///< tokens · k, per block
+  std::int64_t dropped = 0;         ///< assignments over capacity
+  double aux_loss = 0;              ///< sum of the blocks' aux losses (α·E·Σ f_i·P_i)
+  double z_loss = 0;                ///< sum of the blocks' z-losses
+  std::int64_t layer_forwards = 0;  ///< MoE block forwards counted
 };
 
 /// Which masks a forward pass draws: the optimizer step, the micro-batch within it, and the
@@ -117,6 +150,13 @@ class CHORUS_EXPORT GptModel {
   /// numbers when heads/t or the sequence (s/t under sequence parallelism) is not a multiple
   /// of the cp group's size u. A group of one rank is the two-group model.
   GptModel(const GptConfig& config, const Group& tp, const Group& cp, const GptParts& parts = {});
+  /// With mixture-of-experts blocks (config.moe) whose experts are split over `ep` (the mesh's
+  /// expert group, which splits dp·cp): also InvalidArgument naming the numbers for what
+  /// MoeLayer refuses (E not a multiple of ep, k outside {1, 2} or above E, a capacity factor
+  /// ≤ 0 without dropless), every < 1, and for what the MoE blocks do not support: sequence
+  /// parallelism and full recomputation. The other constructors refuse config.moe.experts > 0.
+  GptModel(const GptConfig& config, const Group& tp, const Group& cp, const Group& ep,
+           const GptParts& parts = {});
   ~GptModel();
   GptModel(GptModel&&) noexcept;
   GptModel& operator=(GptModel&&) noexcept;
@@ -177,6 +217,14 @@ class CHORUS_EXPORT GptModel {
   /// is their sum over tp: under sequence parallelism the LayerNorms, the row-parallel biases
   /// and the position embedding; nothing otherwise.
   std::vector<at::Tensor> partial_gradient_parameters() const;
+
+  /// The weight of the MoE aux and z losses in the gradients of the next backward passes
+  /// (default 1): a micro-batch that carries 1/m of the step's loss passes 1/m.
+  void set_moe_loss_scale(double scale);
+  /// The built MoE blocks' layers, in block order (empty without config.moe).
+  std::vector<const MoeLayer*> moe_layers() const;
+  /// The MoE counters since the last call, then zeroes them (bookkeeping, not the model).
+  GptMoeCounters take_moe_counters() const;
 
  private:
   struct Impl;

@@ -146,11 +146,16 @@ class CHORUS_EXPORT MoeLayer {
   /// capacity factor ≤ 0 without dropless, a negative group size. (The mesh already refuses
   /// an ep that does not divide dp·cp.)
   MoeLayer(const MoeOptions& options, const Mesh& mesh);
+  /// The same with the experts split over `ep` (the mesh's expert group).
+  MoeLayer(const MoeOptions& options, const Group& ep);
 
   /// Collective over the expert group (every rank of it calls forward, with any token count).
   MoeOutput forward(const at::Tensor& x);
 
   const MoeOptions& options() const { return options_; }
+  /// The routing group size of the next forwards (MoeRoutingOptions::group_tokens).
+  /// InvalidArgument when negative.
+  void set_group_tokens(std::int64_t tokens);
   const MoeStats& last_stats() const { return stats_; }
   /// The first global expert this rank holds; it holds local_experts() of them.
   std::int64_t first_expert() const { return first_expert_; }

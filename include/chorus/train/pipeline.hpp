@@ -56,6 +56,10 @@ struct PipelineGroups {
   /// stage then passes its cp rank's s/u rows on, and the loss covers the rank's tokens: the
   /// gradients summed over cp are the whole sequence's, the returned loss is summed over cp.
   std::optional<Group> cp;
+  /// The expert group of the model's MoE blocks (GptConfig::moe), or none (a dense model);
+  /// with it, cp must be given (a group of one rank without context parallelism).
+  /// The MoE losses of each micro-batch weigh 1/m, like its share of the cross-entropy.
+  std::optional<Group> ep = std::nullopt;
 };
 
 /// One micro-batch: int64 tokens and targets [s, b]; s and b may differ between micro-batches.

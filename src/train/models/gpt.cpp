@@ -12,6 +12,7 @@
 #include "../tensor_parallel/parameters.hpp"
 #include "context_parallel.hpp"
 #include "gpt_dropout.hpp"
+#include "gpt_mlp.hpp"
 #include "recompute.hpp"
 
 #include <chorus/error.hpp>
@@ -22,9 +23,11 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace chorus::train {
 namespace {
@@ -48,55 +51,39 @@ struct LayerNorm {
   }
 };
 
-ParameterInit layer_init(const GptConfig& c, const std::string& name, double std) {
-  return {.seed = c.seed, .name = name, .init_std = std, .dtype = c.dtype};
-}
-
-ColumnParallelOptions column_options(const GptConfig& c) {
-  return {.sequence_parallel = c.sequence_parallel,
-          .defer_weight_gradient = c.defer_weight_gradients};
-}
-
-RowParallelOptions row_options(const GptConfig& c) {
-  return {.sequence_parallel = c.sequence_parallel,
-          .defer_weight_gradient = c.defer_weight_gradients};
-}
+using detail::column_options, detail::layer_init, detail::output_std, detail::row_options;
 
 struct Block {
   std::string name;
   std::int64_t index;
   LayerNorm input_norm, post_attention_norm;
-  ColumnParallelLinear qkv, fc1;
-  RowParallelLinear proj, fc2;
+  ColumnParallelLinear qkv;
+  RowParallelLinear proj;
+  detail::GptMlp mlp;
   /// This rank's heads are [first_head, first_head + a/(t·u)) of `heads` (the tp rank's a/t,
   /// of which the cp rank takes its u-th around the attention core).
   std::int64_t head_dim, heads, first_head;
   bool selective;  ///< recompute the attention core in backward
   detail::ContextSplit cp;
 
-  Block(const GptConfig& c, const Group& tp, const detail::ContextSplit& context, std::int64_t i)
+  Block(const GptConfig& c, const Group& tp, const detail::ContextSplit& context,
+        const std::optional<Group>& ep, std::int64_t i,
+        const std::shared_ptr<detail::GptMoeState>& moe)
       : name("layers." + std::to_string(i)),
         index(i),
         input_norm(c, name + ".input_norm"),
         post_attention_norm(c, name + ".post_attention_norm"),
         qkv(c.hidden, 3 * c.hidden, tp, layer_init(c, name + ".attention.qkv", c.init_std),
             column_options(c)),
-        fc1(c.hidden, 4 * c.hidden, tp, layer_init(c, name + ".mlp.fc1", c.init_std),
-            column_options(c)),
         proj(c.hidden, c.hidden, tp, layer_init(c, name + ".attention.proj", output_std(c)),
              row_options(c)),
-        fc2(4 * c.hidden, c.hidden, tp, layer_init(c, name + ".mlp.fc2", output_std(c)),
-            row_options(c)),
+        mlp(c, tp, ep, i, moe),
         head_dim(c.hidden / c.heads),
         heads(c.heads),
         first_head(c.heads / tp.size() * tp.rank() +
                    c.heads / tp.size() / context.size() * context.rank()),
         selective(c.recompute == Recompute::Selective),
         cp(context) {}
-
-  static double output_std(const GptConfig& c) {
-    return c.init_std / std::sqrt(2.0 * static_cast<double>(c.layers));
-  }
 
   /// The attention core (what selective recomputation recomputes): this rank's heads' q, k, v
   /// [b, heads, s, d] -> their causal attention [b, heads, s, d].
@@ -131,8 +118,8 @@ struct Block {
     const at::Tensor attended = proj.forward(attention(input_norm.forward(x), plan));
     const at::Tensor h =
         x + hidden_dropout(attended, plan, index, GptDropoutSite::AttentionOutput, rows);
-    const at::Tensor mlp = fc2.forward(at::gelu(fc1.forward(post_attention_norm.forward(h))));
-    return h + hidden_dropout(mlp, plan, index, GptDropoutSite::MlpOutput, rows);
+    const at::Tensor branch = mlp.forward(post_attention_norm.forward(h));
+    return h + hidden_dropout(branch, plan, index, GptDropoutSite::MlpOutput, rows);
   }
 
   /// The block as one recomputed function of its input (full recomputation).
@@ -148,23 +135,24 @@ struct Block {
   std::vector<at::Tensor> parameters() const {
     std::vector<at::Tensor> out{input_norm.weight, input_norm.bias, post_attention_norm.weight,
                                 post_attention_norm.bias};
-    for (const auto& ts : {qkv.parameters(), proj.parameters(), fc1.parameters(), fc2.parameters()})
+    for (const auto& ts : {qkv.parameters(), proj.parameters(), mlp.parameters()})
       out.insert(out.end(), ts.begin(), ts.end());
     return out;
   }
 
   std::size_t compute_weight_gradients() const {
     return qkv.compute_weight_gradients() + proj.compute_weight_gradients() +
-           fc1.compute_weight_gradients() + fc2.compute_weight_gradients();
+           mlp.compute_weight_gradients();
   }
   std::size_t pending_weight_gradients() const {
     return qkv.pending_weight_gradients() + proj.pending_weight_gradients() +
-           fc1.pending_weight_gradients() + fc2.pending_weight_gradients();
+           mlp.pending_weight_gradients();
   }
 };
 
 /// `c`, after checking it against the tp and cp groups.
-const GptConfig& checked(const GptConfig& c, const Group& tp, const detail::ContextSplit& cp) {
+const GptConfig& checked(const GptConfig& c, const Group& tp, const detail::ContextSplit& cp,
+                         bool has_ep) {
   const auto number = [](std::int64_t v) { return std::to_string(v); };
   require_argument(
       c.layers >= 1 && c.hidden >= 1 && c.heads >= 1 && c.vocab >= 1 && c.sequence >= 1,
@@ -186,6 +174,7 @@ const GptConfig& checked(const GptConfig& c, const Group& tp, const detail::Cont
     detail::require_features("GptModel (sequence parallel)", "sequence", c.sequence, tp.size(),
                              tp.name.c_str());
   detail::check_context_parallel(c, tp.size(), cp.size());
+  detail::check_moe_config(c, has_ep);
   return c;
 }
 
@@ -217,6 +206,8 @@ struct GptModel::Impl {
   Group tp;
   detail::ContextSplit cp;
   GptParts parts;
+  std::optional<Group> ep;  ///< the expert group of the MoE blocks
+  std::shared_ptr<detail::GptMoeState> moe = std::make_shared<detail::GptMoeState>();
   std::optional<VocabParallelEmbedding> embedding;
   at::Tensor position;                       ///< [sequence, h], replicated; undefined if not built
   std::vector<std::optional<Block>> blocks;  ///< every block's slot; the built ones hold it
@@ -224,8 +215,14 @@ struct GptModel::Impl {
   DropoutPosition position_now;  ///< set_step's
   bool training = true;
 
-  Impl(const GptConfig& c, const Group& g, const detail::ContextSplit& context, const GptParts& p)
-      : config(checked(c, g, context)), tp(g), cp(context), parts(checked(p, c)) {
+  Impl(const GptConfig& c, const Group& g, const detail::ContextSplit& context,
+       const std::optional<Group>& e, const GptParts& p)
+      : config(checked(c, g, context, e.has_value())),
+        tp(g),
+        cp(context),
+        parts(checked(p, c)),
+        ep(e) {
+    moe->context_ranks = context.size();
     if (p.embedding)
       embedding.emplace(c.vocab, c.hidden, g, layer_init(c, "embedding", c.init_std),
                         EmbeddingOptions{.sequence_parallel = c.sequence_parallel});
@@ -235,7 +232,7 @@ struct GptModel::Impl {
     blocks.resize(static_cast<std::size_t>(c.layers));
     for (std::int64_t i = 0; i < c.layers; ++i)
       if (p.blocks.empty() || p.blocks[static_cast<std::size_t>(i)])
-        blocks[static_cast<std::size_t>(i)].emplace(c, g, cp, i);
+        blocks[static_cast<std::size_t>(i)].emplace(c, g, cp, ep, i, moe);
     if (p.final_norm) final_norm.emplace(c, "final_norm");
   }
 
@@ -268,9 +265,12 @@ struct GptModel::Impl {
 };
 
 GptModel::GptModel(const GptConfig& config, const Group& tp, const GptParts& parts)
-    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(), parts)) {}
+    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(), std::nullopt, parts)) {}
 GptModel::GptModel(const GptConfig& config, const Group& tp, const Group& cp, const GptParts& parts)
-    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(cp), parts)) {}
+    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(cp), std::nullopt, parts)) {}
+GptModel::GptModel(const GptConfig& config, const Group& tp, const Group& cp, const Group& ep,
+                   const GptParts& parts)
+    : impl_(std::make_unique<Impl>(config, tp, detail::ContextSplit(cp), ep, parts)) {}
 GptModel::~GptModel() = default;
 GptModel::GptModel(GptModel&&) noexcept = default;
 GptModel& GptModel::operator=(GptModel&&) noexcept = default;
@@ -366,10 +366,7 @@ std::vector<GptParameter> GptModel::named_parameters() const {
     out.push_back({b.name + ".attention.proj.weight", b.proj.weight(), 1});
     out.push_back({b.name + ".attention.proj.bias", b.proj.bias(), -1});
     norm(b.name + ".post_attention_norm", b.post_attention_norm);
-    out.push_back({b.name + ".mlp.fc1.weight", b.fc1.weight(), 0});
-    out.push_back({b.name + ".mlp.fc1.bias", b.fc1.bias(), 0});
-    out.push_back({b.name + ".mlp.fc2.weight", b.fc2.weight(), 1});
-    out.push_back({b.name + ".mlp.fc2.bias", b.fc2.bias(), -1});
+    for (GptParameter& p : b.mlp.named_parameters()) out.push_back(std::move(p));
   }
   if (impl_->final_norm) norm("final_norm", *impl_->final_norm);
   return out;
@@ -393,10 +390,23 @@ std::vector<at::Tensor> GptModel::partial_gradient_parameters() const {
     append({b->input_norm.weight, b->input_norm.bias, b->post_attention_norm.weight,
             b->post_attention_norm.bias});
     append(b->proj.partial_gradient_parameters());
-    append(b->fc2.partial_gradient_parameters());
+    append(b->mlp.partial_gradient_parameters());
   }
   if (impl_->final_norm) append({impl_->final_norm->weight, impl_->final_norm->bias});
   return out;
+}
+
+void GptModel::set_moe_loss_scale(double scale) { impl_->moe->loss_scale = scale; }
+
+std::vector<const MoeLayer*> GptModel::moe_layers() const {
+  std::vector<const MoeLayer*> out;
+  for (const std::optional<Block>& b : impl_->blocks)
+    if (b && b->mlp.moe() != nullptr) out.push_back(b->mlp.moe());
+  return out;
+}
+
+GptMoeCounters GptModel::take_moe_counters() const {
+  return std::exchange(impl_->moe->counters, {});
 }
 
 void all_reduce_partial_gradients(const std::vector<at::Tensor>& parameters, const Group& tp) {

@@ -36,7 +36,9 @@ ParameterInit init_of(const MoeOptions& o, const std::string& name) {
 }  // namespace
 
 MoeLayer::MoeLayer(const MoeOptions& options, const Mesh& mesh)
-    : options_(options), ep_(mesh.expert()) {
+    : MoeLayer(options, mesh.expert()) {}
+
+MoeLayer::MoeLayer(const MoeOptions& options, const Group& ep) : options_(options), ep_(ep) {
   check_sizes(options, ep_);
   const std::int64_t h = options.hidden, ffn = options.ffn;
   const std::int64_t local = options.experts / ep_.size();
@@ -52,6 +54,13 @@ MoeLayer::MoeLayer(const MoeOptions& options, const Mesh& mesh)
         detail::weight_slice(init_of(options, prefix + ".fc2"), {h, ffn}, 0, 0, h));
     fc2_bias_.push_back(detail::zero_parameter({h}, options.dtype));
   }
+}
+
+void MoeLayer::set_group_tokens(std::int64_t tokens) {
+  MoeRoutingOptions routing = options_.routing;
+  routing.group_tokens = tokens;
+  detail::check_routing_options(routing, options_.experts);
+  options_.routing = routing;
 }
 
 at::Tensor MoeLayer::run_experts(const at::Tensor& rows, const DispatchPlan& plan) const {

@@ -63,9 +63,9 @@ bool splits_backward(const PipelineSchedule& schedule) {
   return false;
 }
 
-/// Rank `r`'s parts of the model (stage_parts), over the cp group too when there is one; its
-/// linear layers defer their weight gradients when the schedule has W steps, which flush the
-/// whole model's: so such a schedule needs one chunk per rank.
+/// Rank `r`'s parts of the model (stage_parts), over the cp (and expert) groups too when there
+/// are; its linear layers defer their weight gradients when the schedule has W steps, which
+/// flush the whole model's: so such a schedule needs one chunk per rank.
 GptModel stage_model(GptConfig c, const PipelineGroups& g, const PipelineSchedule& schedule,
                      const GptParts& parts) {
   c.defer_weight_gradients = splits_backward(schedule);
@@ -73,6 +73,12 @@ GptModel stage_model(GptConfig c, const PipelineGroups& g, const PipelineSchedul
                    "GptPipeline: a schedule with weight-gradient steps needs one chunk per "
                    "rank; it has " +
                        std::to_string(schedule.chunks()));
+  if (g.ep) {
+    require_argument(g.cp.has_value(),
+                     "GptPipeline: an expert group needs the cp group too (of "
+                     "one rank without context parallelism)");
+    return GptModel(c, g.tp, *g.cp, *g.ep, parts);
+  }
   return g.cp ? GptModel(c, g.tp, *g.cp, parts) : GptModel(c, g.tp, parts);
 }
 

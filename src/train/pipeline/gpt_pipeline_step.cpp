@@ -233,6 +233,7 @@ at::Tensor GptPipeline::Impl::step(const std::vector<MicroBatch>& micro_batches,
                    "GptPipeline: " + std::to_string(micro_batches.size()) +
                        " micro-batches for a schedule of " + std::to_string(m));
   reducer = step_reducer;
+  model.set_moe_loss_scale(1.0 / m);  // each micro-batch's MoE losses weigh 1/m of the step's
   at::Tensor loss;
   try {
     loss = run_all(schedule.ranks[static_cast<std::size_t>(rank())], micro_batches);

@@ -119,6 +119,8 @@ case "$mode" in
     refused zerolstm "needs --model mlp or gpt" "$train" --model lstm --steps 2 --zero 3
     refused zero3ck "cannot be combined with --checkpoint" \
       "$train" --model mlp --steps 2 --zero 3 --checkpoint "$work/ck.pt"
+    refused zero3moe "cannot be combined with --moe-experts" \
+      "$train" --model gpt --steps 2 --zero 3 --moe-experts 2
     ;;
   zeroresume)
     # --zero 2 at 4 ranks saved at step 4 (each rank its shards), resumed at 4 ranks (the
