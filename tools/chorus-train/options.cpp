@@ -415,7 +415,8 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          1-2: parameters all-gathered after each step (mlp and lstm);
                          3: each layer (gpt: each block) gathered around its forward and
                          backward (mlp and gpt, data parallelism alone); not with --no-sync,
-                         --alternate-sync or --compression, 3 not with --checkpoint
+                         --alternate-sync or --compression; 3 not with --checkpoint or
+                         --moe-experts
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --no-overlap           all-reduce every bucket after backward, none from the gradient
                          hooks (DdpOptions::overlap_backward = false)
