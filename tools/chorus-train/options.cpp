@@ -233,11 +233,6 @@ void check_gpt_options(const Options& o) {
     throw bad("--virtual-stages", std::to_string(o.virtual_stages),
               "needs --schedule interleaved (--schedule " + o.schedule + " runs 1 per rank)");
   }
-  if (o.no_sync) throw bad("--no-sync", "", "is not supported with --model gpt");
-  if (o.alternate_sync > 0) {
-    throw bad("--alternate-sync", std::to_string(o.alternate_sync),
-              "is not supported with --model gpt");
-  }
 }
 
 /// Refuses what ZeRO does not combine with.
@@ -330,7 +325,8 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --steps S              stop after S steps in total (0 = no limit)             [0]
   --optimizer sgd|adam   sgd: SGD with momentum 0.9; adam: Adam [mlp: sgd, lstm/gpt: adam]
   --lr X                 learning rate, > 0                      [sgd: 0.05, adam: 0.003]
-  --no-sync              same compute without gradient synchronisation (benchmark)
+  --no-sync              same compute without gradient synchronisation (benchmark;
+                         gpt: none over dp, the sum over cp stays)
   --alternate-sync K     blocks of K synchronised and K unsynchronised steps take turns
                          in the same processes; the summary gives both step medians
                          (benchmark: the replicas drift apart)
@@ -361,7 +357,7 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                                                                   [1024 / 256 / 64]
   --layers L             MLP hidden layers / GPT blocks, 1..64         [3; gpt: 2]
   --no-eval              skip the final test-set evaluation
-GPT (--model gpt; --no-sync and --alternate-sync do not apply):
+GPT (--model gpt; the options above apply to its data-parallel dimension):
   --tp T                 tensor-parallel degree, 1..4096                          [1]
   --cp U                 context-parallel (Ulysses) degree: each of U ranks holds
                          S/U tokens of every sample, 1..4096                     [1]
