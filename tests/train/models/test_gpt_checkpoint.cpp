@@ -150,13 +150,7 @@ TEST(GptCheckpoint, PaddedVocabularyRoundTripsUnpadded) {
   const std::string path = dir.file("gpt4.ckpt");
   save_at(4, path, ref);  // vocabulary 11 padded to 12: rank 3 holds 2 real rows and 1 padding
   expect_unsharded_layout(path, ref);
-  for (int t : {
-         1, 3 const std::string path3 = dir.file("gpt3.ckpt");
-         save_at(3, path3, ref);  // padded to 12 as well: rank 2 holds 3 real rows and 1 padding
-         expect_unsharded_layout(path3, ref);
-         for (int t : {1, 2}) load_at(t, false, path3, ref);
-       })
-    load_at(t, false, path, ref);
+  for (int t : {1, 3}) load_at(t, false, path, ref);
   const std::string path3 = dir.file("gpt3.ckpt");
   save_at(3, path3, ref);  // padded to 12 as well: rank 2 holds 3 real rows and 1 padding
   expect_unsharded_layout(path3, ref);
