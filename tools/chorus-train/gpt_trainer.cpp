@@ -58,12 +58,12 @@ train::Mesh make_mesh(const Options& options, const Communicator& comm) {
   return train::Mesh(comm, mesh);
 }
 
-/// The reducer over dp_cp: the sum over cp (each cp rank's gradient covers its tokens) and
-/// the mean over dp. Micro-batches accumulate into the gradients: parameters are marked ready
-/// explicitly, by the pipeline.
-train::ReducerOptions reducer_options(const Options& options, const train::Mesh& mesh) {
+/// The reducer's options (DataParallelSync: over dp_cp, the sum over cp and the mean over dp;
+/// over cp alone in the steps --no-sync and --alternate-sync leave unsynchronised).
+/// Micro-batches accumulate into the gradients: parameters are marked ready explicitly, by
+/// the pipeline.
+train::ReducerOptions reducer_options(const Options& options) {
   auto reducer = sync_options<train::ReducerOptions>(options);
-  reducer.divisor = mesh.layout().dp;
   reducer.autograd_hooks = false;
   return reducer;
 }
@@ -166,12 +166,15 @@ class GptTrainer {
       return;
     }
     restore();
-    if (options.moe_experts > 0)
-      moe_reducers_ = std::make_unique<MoeGradients>(pipeline_.named_parameters(), mesh_,
-                                                     reducer_options(options_, mesh_));
-    else
-      reducer_ = std::make_unique<train::GradientReducer>(
-          pipeline_.parameters(), mesh_.data_context(), reducer_options(options_, mesh_));
+    if (options.moe_experts > 0) {  // experts over edp, the rest over dp·cp; both over dp
+      auto moe = reducer_options(options_);
+      moe.divisor = mesh_.layout().dp;
+      moe_reducers_ = std::make_unique<MoeGradients>(pipeline_.named_parameters(), mesh_, moe);
+    } else {
+      sync_ = std::make_unique<train::DataParallelSync>(
+          pipeline_.parameters(), mesh_, reducer_options(options_),
+          options_.no_sync || options_.alternate_sync > 0);
+    }
   }
 
   void train() {
@@ -185,6 +188,20 @@ class GptTrainer {
     }
     if (steps_ > 0) log_progress();
     if (!options_.checkpoint.empty()) save();
+    summarize();
+  }
+
+  /// "summary steps=S tokens_per_s=T step_ms_median=M [unsynced_step_ms_median=U]": rank 0's
+  /// median step time (warm-up left out) and the global tokens/s it implies.
+  void summarize() const {
+    const StepMedians medians = step_medians(step_times_);
+    if (medians.synced == 0) return;
+    const double tokens =
+        static_cast<double>(options_.batch * options_.seq_len * mesh_.layout().dp);
+    char line[200];
+    std::snprintf(line, sizeof line, "summary steps=%lld tokens_per_s=%.1f step_ms_median=%.2f",
+                  static_cast<long long>(step_), tokens / medians.synced, medians.synced * 1e3);
+    say(std::string(line).append(unsynced_median_text(medians)));
   }
 
   /// The final line: validation loss and perplexity over the --eval-windows samples.
@@ -199,7 +216,8 @@ class GptTrainer {
            std::to_string(mesh_.layout().tp) + (c.sequence_parallel ? " (sequence parallel)" : "") +
            (mesh_.layout().cp > 1 ? " x cp " + std::to_string(mesh_.layout().cp) : "") + " x dp " +
            std::to_string(mesh_.layout().dp) + pipeline_text() + " x batch " +
-           std::to_string(options_.batch) + (zero3_ ? " (ZeRO-3)" : "") + "; corpus " +
+           std::to_string(options_.batch) + (zero3_ ? " (ZeRO-3)" : "") +
+           (options_.no_sync ? ", no gradient sync over dp" : "") + "; corpus " +
            std::to_string(corpus_.train.size()) + " train bytes (" +
            std::to_string(corpus_.train_documents) + " fortunes), " +
            std::to_string(corpus_.validation.size()) + " validation bytes (" +
@@ -235,28 +253,42 @@ class GptTrainer {
       zero3_step(tokens, targets);
       return;
     }
+    const auto start = Clock::now();
+    const bool alternate_skip = in_unsynced_block(options_, step_);
     optimizer_->zero_grad();
-    if (moe_reducers_) moe_reducers_->begin_step();
-    if (reducer_) reducer_->begin_step();
-    // Each chunk's gradients are reduced over dp_cp as soon as its last backward has run.
-    // Dropout masks: replica d's samples follow those of replicas 0..d-1 in the global batch.
+    if (moe_reducers_) {
+      moe_reducers_->begin_step();
+    } else {
+      sync_->begin_step(!options_.no_sync && !alternate_skip);
+    }
+    // Each chunk's gradients are reduced over dp_cp (cp alone in a step without dp sync) as
+    // soon as its last backward has run (MoE: all at the step's end). Dropout masks: replica
+    // d's samples follow those of replicas 0..d-1 in the global batch.
     const train::DropoutPosition position{.step = static_cast<std::uint64_t>(step_),
                                           .first_sample = mesh_.coordinates().dp * options_.batch};
     const torch::Tensor loss = pipeline_.forward_backward(
-        train::split_micro_batches(tokens, targets, options_.micro_batches), reducer_.get(),
-        position);
-    if (moe_reducers_) moe_reducers_->finish_step();
-    if (reducer_) reducer_->finish_step();
+        train::split_micro_batches(tokens, targets, options_.micro_batches),
+        sync_ ? sync_->reducer() : nullptr, position);
+    if (moe_reducers_) {
+      moe_reducers_->finish_step();
+    } else {
+      sync_->finish_step();
+    }
     // The dp_cp reduction and the tp sum of sequence-parallel partial gradients commute.
     train::all_reduce_partial_gradients(pipeline_.partial_gradient_parameters(), mesh_.tp());
-    if (moe_reducers_)  // experts sharded over ep, everything replicated over edp
+    if (moe_reducers_) {  // experts sharded over ep, everything replicated over edp
       train::clip_grad_norm(moe_norm_pieces(pipeline_.norm_pieces(2), pipeline_.named_parameters()),
                             {mesh_.tp(), mesh_.pp(), mesh_.expert(), mesh_.expert_data()},
                             kClipNorm);
-    else
+    } else {
       train::clip_grad_norm(pipeline_.norm_pieces(1),
-                            {mesh_.tp(), mesh_.pp(), mesh_.data_context()}, kClipNorm);
+                            {mesh_.tp(), mesh_.pp(), sync_->replica_group()}, kClipNorm);
+    }
     optimizer_->step();
+    step_times_.push_back(
+        {std::chrono::duration<double>(Clock::now() - start).count(), !alternate_skip});
+    // Untimed: every step of --alternate-sync starts with the ranks together (as trainer.cpp).
+    if (alternate_skip) comm_.barrier();
     if (loss.defined()) {  // the last stage's ranks (summed over cp: the whole sequence's)
       loss_sum_ += loss.item<double>();
       loss_steps_ += 1;
@@ -411,9 +443,10 @@ class GptTrainer {
   train::GptPipeline pipeline_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   train::DistributedSampler sampler_;
-  std::unique_ptr<train::GradientReducer> reducer_;  ///< dense models
-  std::unique_ptr<MoeGradients> moe_reducers_;       ///< MoE models
-  std::unique_ptr<train::Zero3> zero3_;              ///< --zero 3
+  std::unique_ptr<train::DataParallelSync> sync_;  ///< dense models
+  std::unique_ptr<MoeGradients> moe_reducers_;     ///< MoE models
+  std::unique_ptr<train::Zero3> zero3_;            ///< --zero 3
+  std::vector<StepTime> step_times_;
   std::int64_t step_ = 0;
   double loss_sum_ = 0;
   std::int64_t steps_ = 0;       ///< steps since the last progress line

@@ -247,6 +247,11 @@ void check_moe_options(const Options& o) {
   if (o.moe_top_k > o.moe_experts)
     throw bad("--moe-top-k", std::to_string(o.moe_top_k),
               "exceeds --moe-experts " + std::to_string(o.moe_experts));
+  if (o.no_sync)
+    throw bad("--moe-experts", std::to_string(o.moe_experts), "cannot be combined with --no-sync");
+  if (o.alternate_sync > 0)
+    throw bad("--moe-experts", std::to_string(o.moe_experts),
+              "cannot be combined with --alternate-sync");
 }
 
 /// Refuses the GPT's options with another model, and what the GPT run does not support.
@@ -277,11 +282,6 @@ void check_gpt_options(const Options& o) {
   if (!interleaved && o.virtual_stages > 1) {
     throw bad("--virtual-stages", std::to_string(o.virtual_stages),
               "needs --schedule interleaved (--schedule " + o.schedule + " runs 1 per rank)");
-  }
-  if (o.no_sync) throw bad("--no-sync", "", "is not supported with --model gpt");
-  if (o.alternate_sync > 0) {
-    throw bad("--alternate-sync", std::to_string(o.alternate_sync),
-              "is not supported with --model gpt");
   }
 }
 
@@ -406,7 +406,8 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
   --steps S              stop after S steps in total (0 = no limit)             [0]
   --optimizer sgd|adam   sgd: SGD with momentum 0.9; adam: Adam [mlp: sgd, lstm/gpt: adam]
   --lr X                 learning rate, > 0                      [sgd: 0.05, adam: 0.003]
-  --no-sync              same compute without gradient synchronisation (benchmark)
+  --no-sync              same compute without gradient synchronisation (benchmark;
+                         gpt: none over dp, the sum over cp stays)
   --alternate-sync K     blocks of K synchronised and K unsynchronised steps take turns
                          in the same processes; the summary gives both step medians
                          (benchmark: the replicas drift apart)
@@ -442,7 +443,7 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                                                                   [1024 / 256 / 64]
   --layers L             MLP hidden layers / GPT blocks, 1..64         [3; gpt: 2]
   --no-eval              skip the final test-set evaluation
-GPT (--model gpt; --no-sync and --alternate-sync do not apply):
+GPT (--model gpt; the options above apply to its data-parallel dimension):
   --tp T                 tensor-parallel degree, 1..4096                          [1]
   --cp U                 context-parallel (Ulysses) degree: each of U ranks holds
                          S/U tokens of every sample, 1..4096                     [1]

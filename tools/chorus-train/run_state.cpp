@@ -3,6 +3,7 @@
 
 #include <chorus/error.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -59,6 +60,36 @@ std::int64_t resume_position(const std::optional<train::TrainingState>& state,
                                          static_cast<std::uint64_t>(position->second)});
   say(comm, "resumed from " + path + " at step " + std::to_string(state->step));
   return state->step;
+}
+
+bool in_unsynced_block(const Options& options, std::int64_t step) {
+  return options.alternate_sync > 0 && (step / options.alternate_sync) % 2 == 1;
+}
+
+namespace {
+constexpr std::size_t kWarmupSteps = 5;  ///< left out of the step-time medians
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+}  // namespace
+
+StepMedians step_medians(const std::vector<StepTime>& steps) {
+  std::vector<double> synced, unsynced;
+  const std::size_t warmup = steps.size() > 2 * kWarmupSteps ? kWarmupSteps : 0;
+  for (std::size_t i = warmup; i < steps.size(); ++i) {
+    (steps[i].synced ? synced : unsynced).push_back(steps[i].seconds);
+  }
+  return {median_of(synced), median_of(unsynced)};
+}
+
+std::string unsynced_median_text(const StepMedians& medians) {
+  if (medians.unsynced == 0) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, " unsynced_step_ms_median=%.2f", medians.unsynced * 1e3);
+  return text;
 }
 
 }  // namespace chorus::train_tool

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace chorus::train_tool {
 
@@ -53,5 +54,26 @@ train::TrainingState run_state(std::int64_t step, const train::DistributedSample
 std::int64_t resume_position(const std::optional<train::TrainingState>& state,
                              const std::string& path, train::DistributedSampler& sampler,
                              const Communicator& comm);
+
+/// With --alternate-sync K, whether step `step` (from 0) belongs to an unsynchronised block:
+/// steps [K, 2K), [3K, 4K), ... (never without it).
+bool in_unsynced_block(const Options& options, std::int64_t step);
+
+/// One step's wall time, and whether it belongs to a synchronised block (--alternate-sync).
+struct StepTime {
+  double seconds = 0;
+  bool synced = true;
+};
+
+/// The median step times, in seconds, of the synchronised and the unsynchronised steps (0 when
+/// there are none); the first 5 steps are left out as warm-up when there are more than 10.
+struct StepMedians {
+  double synced = 0;
+  double unsynced = 0;
+};
+StepMedians step_medians(const std::vector<StepTime>& steps);
+
+/// " unsynced_step_ms_median=M" when there were unsynchronised steps, else "".
+std::string unsynced_median_text(const StepMedians& medians);
 
 }  // namespace chorus::train_tool

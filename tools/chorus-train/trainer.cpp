@@ -24,7 +24,6 @@ namespace chorus::train_tool {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t kWarmupSteps = 5;  ///< left out of the summary's step-time medians
 constexpr const char* kSamplerRanks = "sampler_ranks";  ///< the rank count of a checkpoint
 
 double seconds_since(Clock::time_point start) {
@@ -38,11 +37,7 @@ struct Progress {
   std::int64_t samples = 0;
   double comm_seconds_at_start = 0;
   Clock::time_point start = Clock::now();
-  struct Step {
-    double seconds;
-    bool synced;  ///< false: a step of --alternate-sync's unsynchronised blocks
-  };
-  std::vector<Step> steps_taken;
+  std::vector<StepTime> steps_taken;
 };
 
 class Trainer {
@@ -137,9 +132,7 @@ class Trainer {
   /// With --alternate-sync, whether this step belongs to an unsynchronised block: the same
   /// compute with DDP idle (its hooks do nothing while no backward is prepared), timed without
   /// the barrier that follows it.
-  bool step_skips_sync() const {
-    return options_.alternate_sync > 0 && (step_ / options_.alternate_sync) % 2 == 1;
-  }
+  bool step_skips_sync() const { return in_unsynced_block(options_, step_); }
 
   void train_step(const std::vector<std::size_t>& indices) {
     const Batch batch = task_->batch(indices, true);
@@ -238,35 +231,20 @@ class Trainer {
   /// Median step time (rank 0, warm-up left out) and the throughput it implies; with
   /// --alternate-sync also the unsynchronised steps' median.
   void summarize() {
-    std::vector<double> synced, unsynced;
-    const auto& taken = progress_.steps_taken;
-    const std::size_t warmup = taken.size() > 2 * kWarmupSteps ? kWarmupSteps : 0;
-    for (std::size_t i = warmup; i < taken.size(); ++i) {
-      (taken[i].synced ? synced : unsynced).push_back(taken[i].seconds);
-    }
-    if (synced.empty()) return;
-    const double median = median_of(synced);
+    const StepMedians medians = step_medians(progress_.steps_taken);
+    if (medians.synced == 0) return;
     char line[200];
     std::snprintf(line, sizeof line, "summary steps=%lld samples_per_s=%.1f step_ms_median=%.2f",
                   static_cast<long long>(step_),
-                  static_cast<double>(options_.batch * comm_.size()) / median, median * 1e3);
-    std::string text = line;
-    if (!unsynced.empty()) {
-      std::snprintf(line, sizeof line, " unsynced_step_ms_median=%.2f", median_of(unsynced) * 1e3);
-      text += line;
-    }
-    say(text);
+                  static_cast<double>(options_.batch * comm_.size()) / medians.synced,
+                  medians.synced * 1e3);
+    say(std::string(line).append(unsynced_median_text(medians)));
     if (!ddp_) return;
     if (options_.alternate_sync > 0 && step_ > options_.alternate_sync) {
       say("replicas equal: not checked (--alternate-sync lets them drift apart)");
     } else {
       say(std::string("replicas equal: ") + (ddp_->verify_replicas() ? "yes" : "NO"));
     }
-  }
-
-  static double median_of(std::vector<double> values) {
-    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-    return values[values.size() / 2];
   }
 
   /// What a checkpoint records and a resume must match: the model, the optimizer and

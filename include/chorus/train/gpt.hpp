@@ -82,6 +82,10 @@ struct GptConfig {
   std::int64_t hidden = 24;
   std::int64_t heads = 12;
   std::int64_t vocab = 10;
+  /// A vocabulary not a multiple of t is padded to one (tensor_parallel.hpp: padded logits
+  /// are -inf in the loss, padded rows left out of checkpoints). False: such a vocabulary is
+  /// refused at construction instead.
+  bool pad_vocabulary = true;
   std::int64_t sequence = 12;  ///< the longest sequence (rows of the position embedding)
   bool sequence_parallel = false;
   std::uint64_t seed = 0;
@@ -142,9 +146,10 @@ struct GptParts {
 class CHORUS_EXPORT GptModel {
  public:
   /// Collective-free. InvalidArgument naming the numbers when a size is not positive, hidden
-  /// is not a multiple of heads, heads (or, under sequence parallelism, sequence) is not a
-  /// multiple of the tp group's size, or parts.blocks is neither empty nor of config.layers.
-  /// `parts` says which parts this rank builds (a pipeline stage's); the default: all.
+  /// is not a multiple of heads, heads (or, under sequence parallelism, sequence; without
+  /// pad_vocabulary, vocab) is not a multiple of the tp group's size, or parts.blocks is neither
+  /// empty nor of config.layers. `parts` says which parts this rank builds (a pipeline stage's);
+  /// the default: all.
   GptModel(const GptConfig& config, const Group& tp, const GptParts& parts = {});
   /// With Ulysses context parallelism over `cp` as well: also InvalidArgument naming the
   /// numbers when heads/t or the sequence (s/t under sequence parallelism) is not a multiple

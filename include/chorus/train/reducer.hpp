@@ -188,3 +188,46 @@ CHORUS_EXPORT double clip_grad_norm(const std::vector<NormPiece>& pieces,
                                     const std::vector<Group>& groups, double max_norm);
 
 }  // namespace chorus::train
+
+namespace chorus::train {
+
+/// The data-parallel gradient synchronisation of a model-parallel layout (dp × cp, any tp and
+/// pp), with steps that skip dp (DDP's no_sync, chorus-train's --no-sync and --alternate-sync):
+///   a synchronised step reduces over the mesh's dp_cp group, the sum over cp divided by dp;
+///   an unsynchronised step reduces over cp only, the sum (each cp rank's gradient covers its
+///   own tokens, so the replica's model needs it), and nothing crosses dp: every replica then
+///   steps on the gradient of its own samples.
+/// A step: begin_step(synced), the step's gradients marked ready on reducer() (its hooks, or
+/// mark_ready; null: nothing to reduce), finish_step(). The tp partial gradients of sequence
+/// parallelism (all_reduce_partial_gradients) stay the caller's, in every step.
+class CHORUS_EXPORT DataParallelSync {
+ public:
+  /// Collective over the mesh's dp_cp group (and, with `unsynced_steps` and cp > 1, its cp
+  /// group: a second reducer, with its own buckets). `options.divisor` is ignored (set as
+  /// above). Without `unsynced_steps`, begin_step(false) is InvalidUsage.
+  DataParallelSync(const std::vector<at::Tensor>& params, const Mesh& mesh, ReducerOptions options,
+                   bool unsynced_steps);
+  ~DataParallelSync();
+  DataParallelSync(const DataParallelSync&) = delete;
+  DataParallelSync& operator=(const DataParallelSync&) = delete;
+
+  /// Begins a step, synchronised over dp or not. InvalidUsage when a step is active.
+  void begin_step(bool synced);
+  /// The reducer of the active step; null in an unsynchronised step at cp 1 (no reduction).
+  GradientReducer* reducer() const;
+  /// Finishes the active step's reduction (GradientReducer::finish_step). InvalidUsage
+  /// outside a step.
+  void finish_step();
+  /// The group the step's gradients are now the same on, for global_grad_norm's Replicated
+  /// placement: dp_cp after a synchronised step, cp after an unsynchronised one.
+  const Group& replica_group() const;
+  /// The reducer of the synchronised steps (its stats, its bucket layout).
+  const GradientReducer& synced_reducer() const;
+
+ private:
+  std::unique_ptr<GradientReducer> synced_, context_;
+  Group data_context_, cp_;
+  bool unsynced_steps_ = false, active_ = false, synced_step_ = true;
+};
+
+}  // namespace chorus::train

@@ -170,6 +170,9 @@ const GptConfig& checked(const GptConfig& c, const Group& tp, const detail::Cont
                    "GptModel: recompute " + std::to_string(static_cast<int>(c.recompute)) +
                        " is not none, selective or full");
   detail::require_features("GptModel", "heads", c.heads, tp.size(), tp.name.c_str());
+  if (!c.pad_vocabulary)
+    detail::require_features("GptModel (vocabulary padding off)", "vocab", c.vocab, tp.size(),
+                             tp.name.c_str());
   if (c.sequence_parallel)
     detail::require_features("GptModel (sequence parallel)", "sequence", c.sequence, tp.size(),
                              tp.name.c_str());

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Black-box tests of chorus-train --model gpt under chorusrun (registered by CMakeLists.txt):
 #   gpt_job_test.sh CHORUSRUN CHORUS_TRAIN MODE
-# MODE: tp|dp|sp|tpdp|resume|dropout|refused|cp|pp|ppmix|ppschedules|ppresume|ppdry|ppkill
+# MODE: tp|dp|sp|tpdp|resume|dropout|refused|cp|nosync|pp|ppmix|ppschedules|ppresume|ppdry|ppkill|
+#   tpkill
 # tp / dp: 2 ranks at tp 2 (dp 1) / at tp 1 x dp 2 train a few steps: the loss falls, the
 # periodic validation loss and the final perplexity are printed. sp: tp 2 with and without
 # --sequence-parallel gives the same per-step losses (fp32, relative 1e-5) for the same seed.
@@ -29,6 +30,12 @@
 # ppkill: a pp 3 job of three one-rank chorusrun nodes (so no launcher stops the survivors);
 # stage 1's process is killed (SIGKILL) during training: stages 0 and 2 both fail by
 # themselves, well within CHORUS_TIMEOUT (20 s), each with an error naming rank 1.
+# tpkill: the same with a tp 3 job (its vocabulary of 256 padded to 258): rank 1 killed
+# mid-step, ranks 0 and 2 fail within 5 s (CHORUS_TIMEOUT 20 s) naming rank 1.
+# nosync: --no-sync at tp 2 (SP) x dp 2 gives the per-step losses of tp 1 x dp 2 --no-sync
+# (each replica on its own samples; relative 1e-5), which differ from a synchronised run's;
+# --alternate-sync 2 at cp 2 x dp 2 gives those of dp 2 --alternate-sync 2 and a summary with
+# both step medians.
 # ppmix: pp 2 x cp 2 (4 ranks, 2 micro-batches) gives the per-step losses of one process, and
 # pp 2 with --dropout 0.1 in 2 micro-batches those of one process with the same dropout (the
 # micro-batches draw the whole batch's masks), which differ from the losses without dropout.
@@ -60,6 +67,53 @@ check_run() {  # log: loss fell, validation and final perplexity printed
   grep -q "tokens/s" "$log" || fail "no tokens/s"
   grep -q "^validation step 10: loss .* perplexity" "$log" || fail "no periodic validation loss"
   grep -q "^final validation: loss .* perplexity" "$log" || fail "no final perplexity"
+}
+
+# killed_rank_is_named LIMIT OPTIONS...: a job of three one-rank chorusrun nodes (so no launcher
+# stops the survivors) trains chorus-train OPTIONS; node 1's process (rank 1) is killed
+# (SIGKILL) once rank 0 has printed step 3: ranks 0 and 2 both fail by themselves within LIMIT
+# seconds of the kill, with CHORUS_TIMEOUT at 20 s, each with an error naming rank 1.
+killed_rank_is_named() {
+  local limit="$1" port victim="" start elapsed node stat pid name parent launchers=()
+  shift
+  port="$(python3 -c 'import random, socket
+while True:  # two consecutive free ports: the master port and the store port after it
+    p = random.randrange(20000, 60000)
+    try:
+        a = socket.socket(); a.bind(("127.0.0.1", p))
+        b = socket.socket(); b.bind(("127.0.0.1", p + 1))
+        print(p); break
+    except OSError: pass')"
+  export CHORUS_AUTH_TOKEN=kill-test CHORUS_TIMEOUT=20 CHORUS_TRACE_DIR="$work"
+  for node in 0 1 2; do
+    "$run" --nnodes 3 --node-rank "$node" --master-addr 127.0.0.1 --master-port "$port" -n 1 \
+      --timeout 100 "$train" "$@" --steps 100000 --log-every 1 --no-eval --eval-every 0 \
+      >"$work/out$node" 2>"$work/err$node" &
+    launchers+=($!)
+  done
+  for _ in $(seq 300); do
+    grep -q "^epoch 0 step 3 " "$work/out0" && break
+    sleep 0.2
+  done
+  grep -q "^epoch 0 step 3 " "$work/out0" || fail "the job did not reach step 3"
+  for stat in /proc/[0-9]*/stat; do  # node 1's chorus-train: the child of its chorusrun
+    read -r pid name _ parent _ <"$stat" 2>/dev/null || continue
+    if [ "$parent" = "${launchers[1]}" ] && [ "$name" = "(chorus-train)" ]; then victim="$pid"; fi
+  done
+  [ -n "$victim" ] || fail "no rank 1 process"
+  kill -KILL "$victim"
+  start=$(date +%s.%N)
+  for node in 0 2; do
+    if wait "${launchers[$node]}"; then fail "rank $node finished"; fi
+    elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    cat "$work/out$node" "$work/err$node" | grep -v "flight recorder"
+    echo "rank $node failed $elapsed s after the kill"
+    awk -v e="$elapsed" -v l="$limit" 'BEGIN { exit !(e < l) }' ||
+      fail "rank $node failed after $elapsed s (limit $limit s)"
+    grep -q "^chorus-train: .*rank 1 (pid $victim) died" "$work/err$node" ||
+      fail "rank $node does not name rank 1"
+  done
+  wait "${launchers[1]}" || true
 }
 
 case "$mode" in
@@ -222,45 +276,35 @@ case "$mode" in
       "$train" --model gpt --layers 8 --pp 4 --schedule interleaved --micro-batches 2 --pp-dry-run
     ;;
   ppkill)
-    port="$(python3 -c 'import random, socket
-while True:  # two consecutive free ports: the master port and the store port after it
-    p = random.randrange(20000, 60000)
-    try:
-        a = socket.socket(); a.bind(("127.0.0.1", p))
-        b = socket.socket(); b.bind(("127.0.0.1", p + 1))
-        print(p); break
-    except OSError: pass')"
-    export CHORUS_AUTH_TOKEN=pp-kill-test CHORUS_TIMEOUT=20 CHORUS_TRACE_DIR="$work"
-    common=(--model gpt --layers 3 --hidden 64 --heads 4 --seq-len 64 --batch 8 --pp 3
-      --micro-batches 4 --steps 100000 --log-every 1 --no-eval --eval-every 0)
-    launchers=()
-    for node in 0 1 2; do
-      "$run" --nnodes 3 --node-rank "$node" --master-addr 127.0.0.1 --master-port "$port" -n 1 \
-        --timeout 100 "$train" "${common[@]}" >"$work/out$node" 2>"$work/err$node" &
-      launchers+=($!)
-    done
-    for _ in $(seq 300); do
-      grep -q "^epoch 0 step 3 " "$work/out0" && break
-      sleep 0.2
-    done
-    grep -q "^epoch 0 step 3 " "$work/out0" || fail "the job did not reach step 3"
-    victim=""  # node 1's chorus-train: the child of its chorusrun (read from /proc)
-    for stat in /proc/[0-9]*/stat; do
-      read -r pid name _ parent _ <"$stat" 2>/dev/null || continue
-      if [ "$parent" = "${launchers[1]}" ] && [ "$name" = "(chorus-train)" ]; then victim="$pid"; fi
-    done
-    [ -n "$victim" ] || fail "no stage 1 process"
-    kill -KILL "$victim"
-    start=$(date +%s)
-    for node in 0 2; do
-      if wait "${launchers[$node]}"; then fail "stage $node finished"; fi
-      elapsed=$(($(date +%s) - start))
-      cat "$work/out$node" "$work/err$node" | grep -v "flight recorder"
-      [ "$elapsed" -lt 20 ] || fail "stage $node failed after $elapsed s"
-      grep -q "^chorus-train: .*rank 1 (pid $victim) died" "$work/err$node" ||
-        fail "stage $node does not name rank 1"
-    done
-    wait "${launchers[1]}" || true
+    killed_rank_is_named 20 --model gpt --layers 3 --hidden 64 --heads 4 --seq-len 64 --batch 8 \
+      --pp 3 --micro-batches 4
+    ;;
+  nosync)
+    common=("${small[@]}" --steps 6 --no-eval --eval-every 0)
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --tp 2 --sequence-parallel --no-sync \
+      >"$work/tp2" || fail "tp 2 x dp 2 --no-sync exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --no-sync >"$work/dp2" ||
+      fail "dp 2 --no-sync exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" >"$work/synced" ||
+      fail "dp 2 synchronised exited with $?"
+    cat "$work/tp2" "$work/dp2"
+    grep -q "tp 2 (sequence parallel) x dp 2 x batch 8, no gradient sync over dp" "$work/tp2" ||
+      fail "not tp 2 x dp 2 without sync"
+    same_losses "$work/tp2" "$work/dp2" 1e-5
+    ! (same_losses "$work/dp2" "$work/synced" 1e-5) &>/dev/null || fail "--no-sync synchronised"
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --cp 2 --alternate-sync 2 >"$work/cp2" ||
+      fail "cp 2 x dp 2 --alternate-sync 2 exited with $?"
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --alternate-sync 2 >"$work/alt" ||
+      fail "dp 2 --alternate-sync 2 exited with $?"
+    cat "$work/cp2" "$work/alt"
+    grep -q "x cp 2 x dp 2" "$work/cp2" || fail "not cp 2 x dp 2"
+    same_losses "$work/cp2" "$work/alt" 1e-5
+    grep -Eq "^summary steps=6 tokens_per_s=[0-9.]+ step_ms_median=[0-9.]+ \
+unsynced_step_ms_median=[0-9.]+$" "$work/cp2" || fail "no summary with both medians"
+    ;;
+  tpkill)
+    killed_rank_is_named 5 --model gpt --layers 2 --hidden 96 --heads 6 --seq-len 64 --batch 8 \
+      --tp 3
     ;;
   cp)
     common=("${small[@]}" --steps 6)

@@ -150,6 +150,18 @@ TEST(GptModel, BadShapesAreSentences) {
     expect_construction_error(c, g,
                               "GptModel: layers 0, hidden 24, heads 12, vocab 10, sequence 6 must "
                               "all be positive");
+    c = config(false);  // vocabulary 10 over 4 ranks: padded to 12 unless padding is off
+    c.pad_vocabulary = false;
+    expect_construction_error(
+        c, g,
+        "GptModel (vocabulary padding off): vocab 10 is not a multiple of the tp group's 4 ranks");
+    c.vocab = 12;
+    const GptModel unpadded(c, g);
+    for (const GptParameter& p : unpadded.named_parameters()) {  // 12 / 4 rows, no padding
+      if (p.name == "embedding.weight") {
+        EXPECT_EQ(p.tensor.size(0), 3);
+      }
+    }
     const GptModel model(config(false), g);
     try {
       model.loss(at::zeros({kSeq + 1, kBatch}, at::kLong),

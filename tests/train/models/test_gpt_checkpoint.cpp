@@ -1,5 +1,5 @@
 // GPT checkpoints across tensor-parallel degrees (threads as ranks, fp64): a model saved at
-// tp 2 (and at tp 4, whose vocabulary is padded) loads at tp 1, 3 and 4 into exactly the
+// tp 2 (and at tp 3 and 4: every t > 1 pads the vocabulary) loads at tp 1-4 into exactly the
 // one-process model's tensors, shard by shard, and gives its loss; the checkpoint holds the
 // unsharded layout (vocabulary unpadded, QKV part-major); another model's checkpoint is refused.
 #include <chorus/error.hpp>
@@ -151,6 +151,10 @@ TEST(GptCheckpoint, PaddedVocabularyRoundTripsUnpadded) {
   save_at(4, path, ref);  // vocabulary 11 padded to 12: rank 3 holds 2 real rows and 1 padding
   expect_unsharded_layout(path, ref);
   for (int t : {1, 3}) load_at(t, false, path, ref);
+  const std::string path3 = dir.file("gpt3.ckpt");
+  save_at(3, path3, ref);  // padded to 12 as well: rank 2 holds 3 real rows and 1 padding
+  expect_unsharded_layout(path3, ref);
+  for (int t : {1, 2}) load_at(t, false, path3, ref);
 }
 
 /// The InvalidArgument sentence `action` throws.

@@ -1,9 +1,12 @@
 // The GPT model under Ulysses context parallelism (threads as ranks, fp64): at cp 1-4, with tp 2
-// (with and without sequence parallelism) and with dp 2, the loss of every step and every
-// parameter after five SGD steps equal those of the model in one process on the same global
-// batch, the gradients reduced by the gradient reducer over dp_cp; the ledger holds exactly the
-// collectives of PARALLEL.md section 2 per step; a checkpoint saved at tp 2 x cp 2 loads at
-// cp 2 and in one process; bad layouts fail at construction with a sentence.
+// (with and without sequence parallelism) and with dp 2 (also tp 2 x dp 2 without cp), the
+// loss of every step and every parameter after five SGD steps equal those of the model in one
+// process on the same global batch, the gradients reduced over dp_cp by DataParallelSync; with
+// steps that skip dp (--no-sync, --alternate-sync) every replica equals a one-process model of
+// its own samples that takes the replicas' mean gradient in the synchronised steps only; the
+// ledger holds exactly the collectives of PARALLEL.md section 2 per step (none over dp in an
+// unsynchronised step); a checkpoint saved at tp 2 x cp 2 loads at cp 2 and in one process;
+// bad layouts fail at construction with a sentence.
 #include <chorus/error.hpp>
 #include <chorus/train/gpt.hpp>
 #include <chorus/train/gpt_checkpoint.hpp>
@@ -79,11 +82,52 @@ const Trajectory& reference() {
 struct Layout {
   int tp = 1, cp = 1, dp = 1;
   bool sp = false;
+  /// Steps that skip dp: blocks of `alternate` synchronised and `alternate` unsynchronised
+  /// steps take turns (0: every step synchronised); `no_sync`: no step is.
+  int alternate = 0;
+  bool no_sync = false;
+  bool synced(int step) const {
+    return !no_sync && (alternate == 0 || (step / alternate) % 2 == 0);
+  }
+  bool unsynced_steps() const { return no_sync || alternate > 0; }
   std::string describe() const {
     return "tp " + std::to_string(tp) + (sp ? " (sp)" : "") + " x cp " + std::to_string(cp) +
-           " x dp " + std::to_string(dp);
+           " x dp " + std::to_string(dp) + (no_sync ? ", no sync" : "") +
+           (alternate > 0 ? ", alternate " + std::to_string(alternate) : "");
   }
 };
+
+/// The replicas of a layout with unsynchronised steps, each as a one-process model on its
+/// kBatch/dp samples: in a synchronised step every replica takes the mean of the replicas'
+/// gradients (the global batch's gradient), in an unsynchronised one its own. Replica d's
+/// losses are its own samples' mean.
+std::vector<Trajectory> replicas_run(const Layout& layout) {
+  std::vector<Trajectory> out(static_cast<std::size_t>(layout.dp));
+  on_mesh(1, {}, [&](Mesh& mesh) {
+    std::vector<GptModel> models;
+    for (int d = 0; d < layout.dp; ++d) models.emplace_back(config(false), mesh.tp());
+    const std::int64_t b = kBatch / layout.dp;
+    for (int step = 0; step < kSteps; ++step) {
+      for (int d = 0; d < layout.dp; ++d) {
+        const at::Tensor loss = models[d].loss(tiny_gpt::tokens(kVocab).narrow(1, d * b, b),
+                                               tiny_gpt::targets(kVocab).narrow(1, d * b, b));
+        loss.backward();
+        out[d].losses.push_back(loss.detach());
+      }
+      if (layout.synced(step)) {
+        at::NoGradGuard no_grad;
+        for (std::size_t i = 0; i < models[0].parameters().size(); ++i) {
+          at::Tensor mean = at::zeros_like(models[0].parameters()[i]);
+          for (const GptModel& m : models) mean += m.parameters()[i].grad() / layout.dp;
+          for (const GptModel& m : models) m.parameters()[i].mutable_grad().copy_(mean);
+        }
+      }
+      for (const GptModel& m : models) sgd_step(m.parameters());
+    }
+    for (int d = 0; d < layout.dp; ++d) out[d].parameters = whole_parameters(models[d]);
+  });
+  return out;
+}
 
 /// Adds `calls` entries of `bytes` each on (group, kind) when the group has more than one rank.
 void expect(LedgerTotals& totals, const Group& g, K kind, std::size_t calls, std::size_t bytes) {
@@ -115,15 +159,17 @@ void expect_totals(const Mesh& mesh, const LedgerTotals& expected, const std::st
 std::map<std::string, at::Tensor> check_layout(const Layout& layout,
                                                const std::string& checkpoint = "") {
   SCOPED_TRACE(layout.describe());
-  const Trajectory& want = reference();
+  const std::vector<Trajectory> replicas =
+      layout.unsynced_steps() ? replicas_run(layout) : std::vector<Trajectory>{};
   const int world = layout.tp * layout.cp * layout.dp;
   std::map<std::string, at::Tensor> trained;
   on_mesh(world, {.dp = layout.dp, .cp = layout.cp, .tp = layout.tp}, [&](Mesh& mesh) {
     const GptModel model(config(layout.sp), mesh.tp(), mesh.cp());
-    ReducerOptions options;
-    options.divisor = layout.dp;
-    GradientReducer reducer(model.parameters(), mesh.data_context(), options);
+    DataParallelSync sync(model.parameters(), mesh, {}, layout.unsynced_steps());
     expect_totals(mesh, {}, "construction");
+    // A replica's own model, or the one-process model of the global batch.
+    const Trajectory& want =
+        layout.unsynced_steps() ? replicas[mesh.coordinates().dp] : reference();
 
     const std::int64_t b = kBatch / layout.dp, rows = kSeq / layout.cp;
     const std::size_t act = b * rows * kHidden * sizeof(double);
@@ -151,8 +197,11 @@ std::map<std::string, at::Tensor> check_layout(const Layout& layout,
       expect(*totals, mesh.cp(), K::AllToAll, kLayers, act / t);
     }
     expect(forward, mesh.cp(), K::AllReduce, 1, sizeof(double));
-    const std::size_t buckets = reducer.bucket_assignment().size();
+    // Then the buckets' all-reduces: over dp_cp, or over cp alone in an unsynchronised step.
+    const std::size_t buckets = sync.synced_reducer().bucket_assignment().size();
+    LedgerTotals unsynced_backward = backward;
     expect(backward, mesh.data_context(), K::AllReduce, buckets, parameter_bytes / buckets);
+    expect(unsynced_backward, mesh.cp(), K::AllReduce, buckets, parameter_bytes / buckets);
     ASSERT_EQ(buckets, 1u) << "the tiny model fits the first bucket";
 
     const at::Tensor tokens = tiny_gpt::tokens(kVocab).narrow(1, mesh.coordinates().dp * b, b);
@@ -161,14 +210,16 @@ std::map<std::string, at::Tensor> check_layout(const Layout& layout,
       SCOPED_TRACE("step " + std::to_string(step));
       const at::Tensor loss = model.loss(tokens, targets);
       expect_totals(mesh, forward, "forward");
-      reducer.begin_step();
+      const bool synced = layout.synced(step);
+      sync.begin_step(synced);
       loss.backward();
-      reducer.finish_step();
-      expect_totals(mesh, backward, "backward");
+      sync.finish_step();
+      expect_totals(mesh, synced ? backward : unsynced_backward, "backward");
       all_reduce_partial_gradients(model.partial_gradient_parameters(), mesh.tp());
       expect_totals(mesh, partial, "partial gradients");
-      const at::Tensor replicas = sum_over(mesh.dp(), loss.detach()) / layout.dp;
-      expect_close(replicas, want.losses[static_cast<std::size_t>(step)], "loss");
+      const at::Tensor mean =
+          layout.unsynced_steps() ? loss.detach() : sum_over(mesh.dp(), loss.detach()) / layout.dp;
+      expect_close(mean, want.losses[static_cast<std::size_t>(step)], "loss");
       sgd_step(model.parameters());
     }
     const std::map<std::string, at::Tensor> whole = whole_parameters(model);
@@ -188,7 +239,37 @@ TEST(GptContextParallel, MatchesTheOneProcessModelWithTp2) {
   check_layout({.tp = 2, .cp = 2, .sp = true});
 }
 
-TEST(GptContextParallel, MatchesTheOneProcessModelWithDp2) { check_layout({.cp = 2, .dp = 2}); }
+TEST(GptContextParallel, MatchesTheOneProcessModelWithDp2) {
+  check_layout({.cp = 2, .dp = 2});
+  check_layout({.tp = 2, .dp = 2});
+  check_layout({.tp = 2, .dp = 2, .sp = true});
+}
+
+// --no-sync and --alternate-sync on the dp dimension of tp, sp and cp layouts.
+TEST(GptDataParallelSync, StepsWithoutSyncMatchEachReplicasOwnModel) {
+  check_layout({.dp = 2, .no_sync = true});
+  check_layout({.tp = 2, .dp = 2, .alternate = 2});
+  check_layout({.tp = 2, .dp = 2, .sp = true, .alternate = 1});
+  check_layout({.cp = 2, .dp = 2, .alternate = 2});
+  check_layout({.cp = 2, .dp = 2, .no_sync = true});
+}
+
+TEST(GptDataParallelSync, AnUnsynchronisedStepNeedsItsReducer) {
+  on_mesh(2, {.dp = 2}, [](Mesh& mesh) {
+    const GptModel model(config(false), mesh.tp());
+    ReducerOptions options;
+    options.zero_missing = true;  // no backward in this step: every gradient reduced as zeros
+    DataParallelSync sync(model.parameters(), mesh, options, false);
+    EXPECT_EQ(chorus::testing::error_of(Status::InvalidUsage, [&] { sync.begin_step(false); }),
+              "DataParallelSync::begin_step: an unsynchronised step needs unsynced_steps at "
+              "construction");
+    sync.begin_step(true);
+    EXPECT_EQ(sync.replica_group().name, "dp_cp");
+    EXPECT_EQ(chorus::testing::error_of(Status::InvalidUsage, [&] { sync.begin_step(true); }),
+              "DataParallelSync::begin_step: a step is active");
+    sync.finish_step();
+  });
+}
 
 // The parameters are replicated over cp, so the checkpoint is the tp layout's: the trained
 // tensors load at another tp and cp, and alone, bit for bit.

@@ -7,7 +7,7 @@
 # carry each expert's kept tokens, the drop rate (0) and the aux loss, validation runs; the
 # per-step losses equal those of --ep 1 at dp 2 (fp32, relative 1e-5). With --moe-capacity 0.5
 # the drop rate is above 0.
-# refused: --ep that does not divide dp·cp, experts not a multiple of --ep, --moe-top-k above
+# refused: --ep that does not divide dp·cp, experts not a multiple of --ep, --no-sync, --moe-top-k above
 # the experts, a capacity factor of 0, --ep without --moe-experts and MoE with
 # --sequence-parallel fail before step 1 with their sentence.
 # kill: an --ep 2 job of two one-rank chorusrun nodes (so no launcher stops the survivor);
@@ -55,6 +55,8 @@ case "$mode" in
     refused capacity "--moe-capacity '0' is not valid: must be a capacity factor > 0 or dropless" "$train" \
       --model gpt --moe-experts 2 --moe-capacity 0 "${quick[@]}"
     refused noexperts "--ep '2' is not valid: needs --moe-experts" "$train" --model gpt --ep 2 "${quick[@]}"
+    refused nosync "--moe-experts '2' is not valid: cannot be combined with --no-sync" "$train" \
+      --model gpt --moe-experts 2 --no-sync "${quick[@]}"
     refused sp "MoE blocks do not run under sequence parallelism" "$run" -n 2 --timeout 60 \
       "$train" "${small[@]}" "${quick[@]}" --tp 2 --sequence-parallel
     ;;
