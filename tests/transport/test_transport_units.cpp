@@ -288,9 +288,13 @@ TEST(ShmBudget, EightRanksKeepTheFullSizesAndAHostsPartsStayWithinTheirBudgets) 
       EXPECT_LE(ranks * (ranks - 1) * ring, 64 * KiB * KiB) << n;
       EXPECT_GT(2 * ranks * (ranks - 1) * ring, 64 * KiB * KiB) << n << ": the largest that fits";
     }
-    if (slot > 128 * ranks) EXPECT_LE(ranks * slot, 32 * KiB * KiB) << n;
+    if (slot > 128 * ranks) {
+      EXPECT_LE(ranks * slot, 32 * KiB * KiB) << n;
+    }
     EXPECT_GE(slot, 128 * ranks) << n;
-    if (lane > shm_budget::kLaneFloor) EXPECT_LE(ranks * kLanes * lane, 16 * KiB * KiB) << n;
+    if (lane > shm_budget::kLaneFloor) {
+      EXPECT_LE(ranks * kLanes * lane, 16 * KiB * KiB) << n;
+    }
     EXPECT_LE(ring, shm_budget::ring_bytes(n - 1)) << n << ": never grows with the ranks";
     EXPECT_LE(lane, shm_budget::arena_lane_bytes(n - 1)) << n;
   }
