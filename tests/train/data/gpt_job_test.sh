@@ -76,14 +76,7 @@ check_run() {  # log: loss fell, validation and final perplexity printed
 killed_rank_is_named() {
   local limit="$1" port victim="" start elapsed node stat pid name parent launchers=()
   shift
-  port="$(python3 -c 'import random, socket
-while True:  # two consecutive free ports: the master port and the store port after it
-    p = random.randrange(20000, 60000)
-    try:
-        a = socket.socket(); a.bind(("127.0.0.1", p))
-        b = socket.socket(); b.bind(("127.0.0.1", p + 1))
-        print(p); break
-    except OSError: pass')"
+  port="$(free_port_pair)"
   export CHORUS_AUTH_TOKEN=kill-test CHORUS_TIMEOUT=20 CHORUS_TRACE_DIR="$work"
   for node in 0 1 2; do
     "$run" --nnodes 3 --node-rank "$node" --master-addr 127.0.0.1 --master-port "$port" -n 1 \

@@ -28,3 +28,16 @@ refused() {
   if grep -q "^epoch " "$work/$name.out"; then fail "$name: trained before refusing"; fi
   if grep -q "frame #" "$work/$name.err"; then fail "$name: printed a backtrace"; fi
 }
+
+# free_port_pair: prints a port P such that P (a job's master port) and P + 1 (its store port)
+# are both free on 127.0.0.1 now.
+free_port_pair() {
+  python3 -c 'import random, socket
+while True:  # two consecutive free ports: the master port and the store port after it
+    p = random.randrange(20000, 60000)
+    try:
+        a = socket.socket(); a.bind(("127.0.0.1", p))
+        b = socket.socket(); b.bind(("127.0.0.1", p + 1))
+        print(p); break
+    except OSError: pass'
+}

@@ -47,15 +47,9 @@ void sgd_step(const std::vector<at::Tensor>& parameters) {
   }
 }
 
-/// This rank's parameters reassembled over tp, the embedding's padded rows dropped.
+/// This rank's parameters, tp shards reassembled, the embedding's padded rows dropped.
 std::map<std::string, at::Tensor> whole_parameters(const GptModel& model) {
-  std::map<std::string, at::Tensor> out;
-  for (const GptParameter& p : model.named_parameters()) {
-    const at::Tensor local = p.tensor.detach();
-    const at::Tensor full = p.shard_dim < 0 ? local : reassembled(model.tp(), local, p.shard_dim);
-    out[p.name] = p.name == "embedding.weight" ? full.narrow(0, 0, kVocab) : full;
-  }
-  return out;
+  return tiny_gpt::whole_parameters(model, kVocab);
 }
 
 /// The one-process run: the whole batch [kSeq, kBatch] through the degree-1 model.

@@ -4,9 +4,13 @@
 
 #include <chorus/train/gpt.hpp>
 
+#include "../tensor_parallel/tp_test_util.hpp"
+
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace chorus::train::tiny_gpt {
 
@@ -31,6 +35,20 @@ inline at::Tensor tokens(std::int64_t vocab) {
 }
 inline at::Tensor targets(std::int64_t vocab) {
   return (at::arange(kSeq * kBatch, at::kLong) * 5 + 1).remainder(vocab).view({kSeq, kBatch});
+}
+
+/// This rank's parameters, tp shards reassembled, the embedding's padded rows (beyond `vocab`)
+/// dropped.
+inline std::map<std::string, at::Tensor> whole_parameters(const GptModel& model,
+                                                          std::int64_t vocab) {
+  std::map<std::string, at::Tensor> out;
+  for (const GptParameter& p : model.named_parameters()) {
+    const at::Tensor local = p.tensor.detach();
+    const at::Tensor full =
+        p.shard_dim < 0 ? local : tp_test::reassembled(model.tp(), local, p.shard_dim);
+    out[p.name] = p.name == "embedding.weight" ? full.narrow(0, 0, vocab) : full;
+  }
+  return out;
 }
 
 }  // namespace chorus::train::tiny_gpt

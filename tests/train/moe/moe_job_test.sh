@@ -61,14 +61,7 @@ case "$mode" in
       "$train" "${small[@]}" "${quick[@]}" --tp 2 --sequence-parallel
     ;;
   kill)
-    port="$(python3 -c 'import random, socket
-while True:  # two consecutive free ports: the master port and the store port after it
-    p = random.randrange(20000, 60000)
-    try:
-        a = socket.socket(); a.bind(("127.0.0.1", p))
-        b = socket.socket(); b.bind(("127.0.0.1", p + 1))
-        print(p); break
-    except OSError: pass')"
+    port="$(free_port_pair)"
     export CHORUS_AUTH_TOKEN=moe-kill-test CHORUS_TIMEOUT=20 CHORUS_TRACE_DIR="$work"
     common=("${small[@]}" --ep 2 --moe-capacity dropless --steps 100000 --no-eval --eval-every 0)
     launchers=()

@@ -12,6 +12,7 @@
 #include <chorus/train/reducer.hpp>
 
 #include "../checkpoint_test_util.hpp"
+#include "../models/tiny_gpt.hpp"
 #include "../reducer/reducer_test_util.hpp"
 #include "../tensor_parallel/tp_test_util.hpp"
 
@@ -82,13 +83,7 @@ void sgd_step(const std::vector<at::Tensor>& parameters) {
 
 /// This rank's parameters, tp shards reassembled, the embedding's padded rows dropped.
 std::map<std::string, at::Tensor> whole_parameters(const GptModel& model) {
-  std::map<std::string, at::Tensor> out;
-  for (const GptParameter& p : model.named_parameters()) {
-    const at::Tensor local = p.tensor.detach();
-    const at::Tensor full = p.shard_dim < 0 ? local : reassembled(model.tp(), local, p.shard_dim);
-    out[p.name] = p.name == "embedding.weight" ? full.narrow(0, 0, kVocab) : full;
-  }
-  return out;
+  return tiny_gpt::whole_parameters(model, kVocab);
 }
 
 Trajectory reference_run(const GptConfig& c) {
