@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/multihost/run.sh [BUILD] [OUT]: Chorus across two simulated hosts (scripts/hosts.sh)
 # joined by links shaped to 2 Gbit/s, beside the link itself and Open MPI on the same hosts.
-# For 1, 2 and 4 ranks per host, three jobs on the same hosts:
+# For 1, 2 and 4 ranks per host (RANKS="1 2" for fewer), three jobs on the same hosts:
 #   0  the link with nothing on top (link.py: a simultaneous two-way TCP stream, GB/s per
 #      direction, and the round trip of 8 bytes), run from host0 to host1;
 #   1  chorus-perf: all-reduce, broadcast, all-gather and reduce-scatter, 8 B and 4-64 MiB;
@@ -28,7 +28,7 @@ sizes=(-b 4M -e 64M -f 4 -n 5 -w 1)
 small=(-b 8 -e 8 -n 2000 -w 100)
 collectives=(allreduce broadcast allgather reducescatter)
 
-for ranks in 1 2 4; do
+for ranks in ${RANKS:-1 2 4}; do
   dir="$out/r$ranks"
   mkdir -p "$dir"
   flag="$dir/flag"
