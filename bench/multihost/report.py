@@ -18,7 +18,8 @@ def chorus_rows(logs):
                 collective = line.split()[2]
                 continue
             f = line.split()
-            if collective and len(f) >= 10 and f[0].isdigit():
+            # Rows of 0 elements (8 B split over 4 ranks) time a call that moves nothing.
+            if collective and len(f) >= 10 and f[0].isdigit() and int(f[1]) > 0:
                 rows[(collective, int(f[0]))] = (float(f[5]), float(f[7]), f[-1])
     return rows
 
