@@ -16,6 +16,7 @@ import threading
 import time
 
 CHUNK = 4 << 20
+TIMEOUT = 60  # seconds any accept or transfer may take before the measurement gives up
 
 
 def stream_both_ways(sock, seconds):
@@ -49,10 +50,13 @@ def serve(port, seconds):
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("0.0.0.0", port))
     listener.listen(2)
+    listener.settimeout(TIMEOUT)
     conn, _ = listener.accept()
+    conn.settimeout(TIMEOUT)
     stream_both_ways(conn, seconds)
     conn.close()
     ping, _ = listener.accept()
+    ping.settimeout(TIMEOUT)
     ping.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     while True:
         data = ping.recv(8)
@@ -64,7 +68,7 @@ def serve(port, seconds):
 def connect(addr, port):
     for _ in range(100):
         try:
-            return socket.create_connection((addr, port))
+            return socket.create_connection((addr, port), timeout=TIMEOUT)
         except OSError:
             time.sleep(0.1)
     raise SystemExit(f"link.py: cannot connect to {addr}:{port}")

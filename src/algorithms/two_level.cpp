@@ -25,13 +25,12 @@ std::size_t HostGroups::blocks_before(int h) const {
 
 HostGroups host_groups(const Topology& topology, int rank, int root) {
   HostGroups groups;
-  const int n = static_cast<int>(topology.host_of_rank.size());
-  const int hosts = n == 0 ? 1 : topology.num_hosts;
+  const int hosts = topology.num_hosts;
   groups.hosts.resize(static_cast<std::size_t>(hosts));
   for (int h = 0; h < hosts; ++h) {
     auto& members = groups.hosts[static_cast<std::size_t>(h)];
-    members = n == 0 ? std::vector<int>{0} : patterns::host_members(topology, h);
-    if (root >= 0 && n > 0 && topology.host_of_rank[static_cast<std::size_t>(root)] == h) {
+    members = patterns::host_members(topology, h);
+    if (root >= 0 && topology.host_of_rank[static_cast<std::size_t>(root)] == h) {
       // The root leads its host: moved to the front, the others keep their order.
       auto at = std::find(members.begin(), members.end(), root);
       std::rotate(members.begin(), at, at + 1);

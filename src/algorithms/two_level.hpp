@@ -35,7 +35,7 @@ struct HostGroups {
   int num_ranks() const { return static_cast<int>(blocks_before(static_cast<int>(hosts.size()))); }
 };
 
-/// `root`: the call's root, or -1 for an unrooted call.
+/// `topology` places every rank; `root`: the call's root, or -1 for an unrooted call.
 HostGroups host_groups(const Topology& topology, int rank, int root = -1);
 
 /// The views one two-level call runs its phases on. Lives for the call: the contexts it

@@ -28,7 +28,6 @@ void run(const Call& args, const Context& ctx) {
   if (!levels.leader()) return;
   const Context leaders = levels.leaders();
   RequestSet requests(args, leaders);
-  const int root_host = groups.host;
   if (!root) {
     const int to = ctx.transport.topology().host_of_rank[static_cast<std::size_t>(args.root)];
     requests.send(to, bundles.data(), bytes_of(levels.members().size() * args.count, args.dtype));
@@ -36,7 +35,7 @@ void run(const Call& args, const Context& ctx) {
     return;
   }
   for (int h = 0; h < levels.num_hosts(); ++h) {
-    if (h == root_host) continue;
+    if (h == groups.host) continue;  // the root's own host: gathered above
     requests.recv(
         h, bundles.at(groups.blocks_before(h) * args.count),
         bytes_of(groups.hosts[static_cast<std::size_t>(h)].size() * args.count, args.dtype));
