@@ -10,8 +10,11 @@
 #          decided a cell (the first size of a run most often); these replace shm's cells
 #   small  all-reduce 8 B, as tiny
 #   tcp    CHORUS_TRANSPORT=tcp against Gloo, 1..64 MiB
-#   eight  8 ranks on the 2 cores against Open MPI, 16 B..16 MiB, 200 iterations; its
-#          16 B..4 KiB cells again with 5000 (eight-tiny), which replace them
+#   eight  8 ranks on the 2 cores against Open MPI, 32 B..8 MiB, 200 iterations; its
+#          32 B..8 KiB cells again with 5000 (eight-tiny), which replace them. From 32 B, so
+#          that every rank's share of a sharded collective holds at least one float (16 B is
+#          0 elements per rank at 8 ranks: both libraries return at once and the cell would
+#          time a no-op)
 # Output: bench/results/<stamp>-targets.md (+ the compare reports it names).
 # Run it on a quiet machine: anything else running shows up in the numbers.
 set -euo pipefail
@@ -33,9 +36,9 @@ failed=0
   --json "$work/small.json" >/dev/null || failed=1
 "${compare[@]}" --transport tcp --peers chorus,gloo --min 1M --max 64M --factor 4 --repeat 5 \
   --json "$work/tcp.json" >/dev/null || failed=1
-"${compare[@]}" --ranks 8 --peers chorus,ompi --min 16 --max 16M --factor 4 --repeat 5 \
+"${compare[@]}" --ranks 8 --peers chorus,ompi --min 32 --max 8M --factor 4 --repeat 5 \
   --iters 200 --warmup 20 --json "$work/eight.json" >/dev/null || failed=1
-"${compare[@]}" --ranks 8 --peers chorus,ompi --min 16 --max 4K --factor 4 --repeat 5 \
+"${compare[@]}" --ranks 8 --peers chorus,ompi --min 32 --max 8K --factor 4 --repeat 5 \
   --iters 5000 --warmup 500 --json "$work/eight-tiny.json" >/dev/null || failed=1
 files=()  # in this order: a later file's cell replaces an earlier's
 for f in shm tiny small tcp eight eight-tiny; do
