@@ -10,19 +10,14 @@
 namespace chorus {
 namespace {
 
-LogLevel initial_level() {
+LogLevel initial_level() noexcept {
   const char* value = std::getenv("CHORUS_DEBUG");
   if (!value) return LogLevel::Warn;
-  std::string text(value);
+  const std::string_view text(value);
   if (text == "ERROR" || text == "error") return LogLevel::Error;
   if (text == "INFO" || text == "info") return LogLevel::Info;
   if (text == "TRACE" || text == "trace") return LogLevel::Trace;
   return LogLevel::Warn;
-}
-
-std::atomic<int>& level() {
-  static std::atomic<int> value{static_cast<int>(initial_level())};
-  return value;
 }
 
 thread_local int t_rank = -1;
@@ -43,11 +38,19 @@ const char* level_name(LogLevel l) {
 
 }  // namespace
 
-void set_log_level(LogLevel l) noexcept { level().store(static_cast<int>(l)); }
+namespace detail {
 
-bool log_enabled(LogLevel l) noexcept {
-  return static_cast<int>(l) <= level().load(std::memory_order_relaxed);
+/// Reads CHORUS_DEBUG unless set_log_level (or another thread) already set the level.
+int log_level_from_env() noexcept {
+  int expected = -1;
+  const int from_env = static_cast<int>(initial_level());
+  log_level.compare_exchange_strong(expected, from_env, std::memory_order_relaxed);
+  return log_level.load(std::memory_order_relaxed);
 }
+
+}  // namespace detail
+
+void set_log_level(LogLevel l) noexcept { detail::log_level.store(static_cast<int>(l)); }
 
 void set_log_rank(int rank) noexcept { t_rank = rank; }
 
