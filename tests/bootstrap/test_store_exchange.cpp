@@ -1,9 +1,9 @@
 // Store exchanges (bootstrap/store_exchange.hpp): the all-gather and the barrier return
 // every member's value in member order, cost a member a few requests whatever the group's
 // size, and time out with a sentence that names who is missing.
+#include "bootstrap/counting_store.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/store_exchange.hpp"
-#include "counting_store.hpp"
 
 #include <chorus/error.hpp>
 
@@ -17,8 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using chorus::testing::CountingStore;
-
 TEST(StoreExchange, AllGatherOfASubsetInMemberOrderWithFewRequestsEach) {
   auto base = std::shared_ptr<Store>(make_memory_store());
   const std::vector<int> members = {5, 2, 9, 0, 7, 3, 11, 1};  // any order, the same on all
@@ -28,7 +26,7 @@ TEST(StoreExchange, AllGatherOfASubsetInMemberOrderWithFewRequestsEach) {
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
-      CountingStore store(base);
+      CountingStore store(*base);
       const int rank = members[static_cast<std::size_t>(i)];
       results[static_cast<std::size_t>(i)] = store_all_gather(
           store, "x", members, rank, "v" + std::string(rank, ':') + "\n", deadline_after(10s));

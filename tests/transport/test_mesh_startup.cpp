@@ -2,8 +2,8 @@
 // the number of ranks (the records, ring notices and mapping barriers are store exchanges,
 // bootstrap/store_exchange.hpp); only the leaders of the exchanges read every member's key.
 // A host's shared memory follows transport/shm_budget.hpp, for sub-communicators too.
+#include "bootstrap/counting_store.hpp"
 #include "bootstrap/store.hpp"
-#include "counting_store.hpp"
 #include "mesh_harness.hpp"
 #include "transport/shm_budget.hpp"
 
@@ -19,8 +19,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using chorus::testing::CountingStore;
-
 /// Store requests of each rank while n thread-ranks connect a mesh of `kind` on hosts
 /// given by `host_of(rank)`.
 std::vector<int> startup_requests(int n, Kind kind, int hosts) {
@@ -28,7 +26,7 @@ std::vector<int> startup_requests(int n, Kind kind, int hosts) {
   std::vector<int> requests(static_cast<std::size_t>(n));
   std::vector<Connection> connections(static_cast<std::size_t>(n));
   run_threads(n, [&](int r) {
-    CountingStore store(base);
+    CountingStore store(*base);
     MeshOptions options;
     options.kind = kind;
     options.secret = kSecret;
