@@ -4,6 +4,7 @@
 // A host's shared memory follows transport/shm_budget.hpp, for sub-communicators too.
 #include "bootstrap/counting_store.hpp"
 #include "bootstrap/store.hpp"
+#include "bootstrap/store_exchange.hpp"
 #include "mesh_harness.hpp"
 #include "transport/shm_budget.hpp"
 
@@ -40,11 +41,14 @@ std::vector<int> startup_requests(int n, Kind kind, int hosts) {
 }
 
 /// Every rank but the leaders (rank 0, and each host's first rank) makes at most `most`
-/// requests; the leaders at most `leader_most`.
+/// requests, and the first of every kGatherFanIn ranks (which gathers their records) at most
+/// kGatherFanIn + 1 more; the leaders at most `leader_most`.
 void expect_bounded(const std::vector<int>& requests, int hosts, int most, int leader_most) {
   for (int r = 0; r < static_cast<int>(requests.size()); ++r) {
     const bool leader = r < hosts;  // host h's first rank is h
-    EXPECT_LE(requests[static_cast<std::size_t>(r)], leader ? leader_most : most) << "rank " << r;
+    const int gathers = r % static_cast<int>(kGatherFanIn) == 0 ? kGatherFanIn + 1 : 0;
+    EXPECT_LE(requests[static_cast<std::size_t>(r)], leader ? leader_most : most + gathers)
+        << "rank " << r;
   }
 }
 
