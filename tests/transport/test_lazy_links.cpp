@@ -9,6 +9,14 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -155,6 +163,52 @@ TEST(LazyLinks, APeerGoneBeforeItsLinkWasOpenedIsNamedAtOnce) {
       << e.what();
   EXPECT_TRUE(text_of(e).ends_with("(rank 2 exited or died before the link was opened)"))
       << e.what();
+}
+
+/// CPU time this process has used (every thread).
+std::chrono::microseconds cpu_time() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return std::chrono::seconds(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         std::chrono::microseconds(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+// A listener that cannot accept (no descriptor left) pauses instead of spinning, and admits
+// links again once descriptors are back.
+TEST(LazyLinks, AnAcceptorWithoutDescriptorsWaitsAndRecovers) {
+  Mesh mesh(2, Kind::Tcp);
+  ASSERT_TRUE(mesh.ok());
+  const RankInfo zero =
+      decode_rank_info(mesh.store(0).get(rank_info_key(0), deadline_after(5s)), 0);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // Its descriptor exists now; it connects once the acceptor can have no new one.
+  net::Socket waiting(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(waiting.valid());
+  int highest = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    highest = std::max(highest, std::stoi(entry.path().filename().string()));
+  }
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(highest + 1);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  std::vector<int> fillers;  // the free descriptors below the limit, so accept() has none
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(zero.port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(waiting.fd(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const auto before = cpu_time();
+  std::this_thread::sleep_for(500ms);
+  const auto used = cpu_time() - before;
+  for (int fd : fillers) ::close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_LT(used, 150ms) << "the acceptor spun on a listener it could not accept from";
+  exchange(mesh, {{0, 1}}, 0);
+  const std::string garbage(100, 'x');
+  net::write_full(waiting.fd(), garbage.data(), garbage.size(), deadline_after(5s));
+  expect_dropped(waiting, "the connection that waited, admitted once descriptors were back");
 }
 
 }  // namespace

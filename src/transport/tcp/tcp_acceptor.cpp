@@ -23,6 +23,8 @@ using namespace std::chrono_literals;
 constexpr auto kAdmissionTime = 5s;
 /// Connections admitted side by side; more are closed at once (a flood of strangers).
 constexpr std::size_t kMaxAdmissions = 1024;
+/// How long the listener is left alone after accept() lacked descriptors or memory.
+constexpr auto kAcceptPause = 100ms;
 
 constexpr char kPurpose[] = "data";
 
@@ -37,9 +39,11 @@ void send_frame(int fd, const std::array<std::uint8_t, N>& frame) {
 void TcpLinks::serve() {
   std::vector<Admission> admissions;
   std::vector<pollfd> fds;
+  Clock::time_point listen_again{};  // accept() lacked descriptors or memory: a pause
   for (;;) {
-    fds.assign({pollfd{stop_fd_, POLLIN, 0}, pollfd{listener_.fd(), POLLIN, 0}});
-    int timeout = -1;
+    const bool listening = Clock::now() >= listen_again;
+    fds.assign({pollfd{stop_fd_, POLLIN, 0}, pollfd{listening ? listener_.fd() : -1, POLLIN, 0}});
+    int timeout = listening ? -1 : remaining_ms(listen_again);
     for (const Admission& a : admissions) {
       fds.push_back(pollfd{a.socket.fd(), POLLIN, 0});
       const int left = remaining_ms(a.deadline);
@@ -63,14 +67,21 @@ void TcpLinks::serve() {
       if (!finished) going_on.push_back(std::move(a));
     }
     admissions = std::move(going_on);
-    if (fds[1].revents & POLLIN) accept_new(admissions);
+    if ((fds[1].revents & POLLIN) && !accept_new(admissions)) {
+      listen_again = Clock::now() + kAcceptPause;
+    }
   }
 }
 
-void TcpLinks::accept_new(std::vector<Admission>& admissions) const {
+bool TcpLinks::accept_new(std::vector<Admission>& admissions) const {
   for (;;) {
     const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN: none left; other errors: the connection is gone
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+      log(LogLevel::Warn, "rank " + std::to_string(plan_.rank) +
+                              " cannot accept a data connection now: " + std::strerror(errno));
+      return false;
+    }
+    if (fd < 0) return true;  // EAGAIN: none left; other errors: that connection is gone
     net::Socket socket(fd);
     net::set_nodelay(fd);
     // Named now: once a stranger has hung up, its socket no longer has a peer to name.

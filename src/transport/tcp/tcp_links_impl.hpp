@@ -56,7 +56,8 @@ class TcpLinks final : public LinkOpener {
 
   /// The acceptor thread's loop (tcp_acceptor.cpp), until the destructor signals stop_fd_.
   void serve();
-  void accept_new(std::vector<Admission>& admissions) const;
+  /// Accepts every pending connection; false when accept() lacked descriptors or memory.
+  bool accept_new(std::vector<Admission>& admissions) const;
   /// Moves one admission on; true when it is finished (handed over, answered or dropped).
   bool step(Admission& admission);
   void drop(const Admission& admission, const std::string& reason) const;
