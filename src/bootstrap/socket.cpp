@@ -108,6 +108,24 @@ Socket try_connect(const addrinfo& target, Deadline deadline, int* error) {
   return socket;
 }
 
+/// One attempt at each address `address` resolves to, until one connects or the deadline
+/// passes. An invalid socket has the last failure in `*error`. Throws InvalidArgument when
+/// the name does not resolve (a temporary resolver failure is EAGAIN in `*error`).
+Socket connect_once(const HostPort& address, Deadline deadline, int* error) {
+  int gai = 0;
+  auto list = detail::resolve(address.host, address.port, /*passive=*/false, &gai);
+  if (!list && gai != EAI_AGAIN) {
+    throw Error(Status::InvalidArgument,
+                "cannot resolve " + to_string(address) + ": " + gai_strerror(gai));
+  }
+  *error = list ? ETIMEDOUT : EAGAIN;
+  for (addrinfo* it = list.get(); it && !expired(deadline); it = it->ai_next) {
+    Socket socket = try_connect(*it, deadline, error);
+    if (socket.valid() || !is_retryable_connect_error(*error)) return socket;
+  }
+  return Socket();
+}
+
 }  // namespace
 
 Socket& Socket::operator=(Socket&& other) noexcept {
@@ -184,19 +202,11 @@ Socket connect_tcp(const HostPort& address, Deadline deadline) {
   auto pause = std::chrono::milliseconds(5);
   std::string last_error = "no attempt finished";
   for (;;) {
-    int gai = 0;
-    auto list = detail::resolve(address.host, address.port, /*passive=*/false, &gai);
-    if (!list && gai != EAI_AGAIN) {
-      throw Error(Status::InvalidArgument, "cannot resolve " + where + ": " + gai_strerror(gai));
-    }
-    if (!list) last_error = gai_strerror(gai);
-    for (addrinfo* it = list.get(); it && !expired(deadline); it = it->ai_next) {
-      int error = 0;
-      Socket socket = try_connect(*it, deadline, &error);
-      if (socket.valid()) return socket;
-      if (!is_retryable_connect_error(error)) throw_system("cannot connect to " + where, error);
-      last_error = error_text(error);
-    }
+    int error = 0;
+    Socket socket = connect_once(address, deadline, &error);
+    if (socket.valid()) return socket;
+    if (!is_retryable_connect_error(error)) throw_system("cannot connect to " + where, error);
+    last_error = error_text(error);
     if (expired(deadline)) {
       throw Error(Status::Timeout,
                   "timed out connecting to " + where + " (last error: " + last_error + ")");
@@ -205,6 +215,16 @@ Socket connect_tcp(const HostPort& address, Deadline deadline) {
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
     pause = std::min(pause * 2, std::chrono::milliseconds(100));
   }
+}
+
+Socket connect_tcp_now(const HostPort& address, Deadline deadline) {
+  int error = 0;
+  Socket socket = connect_once(address, deadline, &error);
+  if (socket.valid()) return socket;
+  const std::string what = "cannot connect to " + to_string(address) + ": " + error_text(error);
+  if (error == ETIMEDOUT) throw Error(Status::Timeout, what);
+  if (is_retryable_connect_error(error)) throw Error(Status::RemoteError, what);
+  throw Error(Status::SystemError, what);
 }
 
 void read_full(int fd, void* data, std::size_t bytes, Deadline deadline) {

@@ -57,6 +57,10 @@ Socket accept_until(const Socket& listener, Deadline deadline);
 /// Returns a blocking, close-on-exec socket with TCP_NODELAY. Throws Timeout at the
 /// deadline, InvalidArgument when the host name does not resolve.
 Socket connect_tcp(const HostPort& address, Deadline deadline);
+/// Connects without retrying: for a listener that is known to have started, so that a refusal
+/// means it is gone. Throws RemoteError when refused, reset or unreachable, Timeout when
+/// nothing answered by the deadline, InvalidArgument when the host name does not resolve.
+Socket connect_tcp_now(const HostPort& address, Deadline deadline);
 
 /// Reads/writes exactly `bytes` bytes; the socket may be blocking or not.
 /// Throws RemoteError ("connection closed by peer ...") on EOF, reset or broken

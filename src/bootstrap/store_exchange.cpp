@@ -3,6 +3,7 @@
 
 #include <chorus/error.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 namespace chorus {
@@ -52,27 +53,63 @@ bool read_field(const std::string& text, std::size_t* cursor, std::string* field
   return true;
 }
 
+namespace {
+
+/// Block leaders' values go to "<key>/<level>/<rank>"; level 0 is the members' own keys.
+std::string block_key(const std::string& key, int level, int rank) {
+  return level == 0 ? member_key(key, rank)
+                    : key + "/" + std::to_string(level) + "/" + std::to_string(rank);
+}
+
+/// The gather of `members[index]`, a leader of blocks up to some level: its value after
+/// reading its children block by block (see the header); "" for a member that leads none.
+std::string gather_blocks(Store& store, const std::string& key, const std::vector<int>& members,
+                          std::size_t index, const std::string& mine, Deadline deadline) {
+  const std::size_t n = members.size();
+  std::string gathered;
+  append_field(gathered, mine);
+  int level = 0;
+  for (std::size_t span = 1; span < n && index % (span * kGatherFanIn) == 0; span *= kGatherFanIn) {
+    std::vector<std::string> children;
+    for (std::size_t c = index + span; c < std::min(n, index + span * kGatherFanIn); c += span) {
+      children.push_back(block_key(key, level, members[c]));
+    }
+    store.wait(children, deadline);
+    for (const std::string& child : children) {
+      std::string value = store.get(child, deadline);
+      if (level == 0) {
+        append_field(gathered, value);
+      } else {
+        gathered += value;
+      }
+    }
+    ++level;
+    if (span * kGatherFanIn < n) store.set(block_key(key, level, members[index]), gathered);
+  }
+  return gathered;
+}
+
+}  // namespace
+
 std::vector<std::string> store_all_gather(Store& store, const std::string& key,
                                           const std::vector<int>& members, int rank,
                                           const std::string& mine, Deadline deadline) {
   require_argument(!members.empty(), "store_all_gather needs at least one member");
   const std::string all_key = key + "/all/" + std::to_string(members.front());
-  store.set(member_key(key, rank), mine);
-  if (rank == members.front()) {
-    const std::vector<std::string> keys = member_keys(key, members);
-    store.wait(keys, deadline);  // names every missing member when some never come
-    std::vector<std::string> values;
-    std::string all;
-    for (const std::string& k : keys) {
-      values.push_back(store.get(k, deadline));
-      append_field(all, values.back());
-    }
-    store.set(all_key, all);
-    return values;
-  }
+  const auto index =
+      static_cast<std::size_t>(std::find(members.begin(), members.end(), rank) - members.begin());
+  require_argument(index < members.size(), "rank " + std::to_string(rank) +
+                                               " is not a member of the all-gather '" + key + "'");
   std::string all;
   try {
-    all = store.get(all_key, deadline);
+    store.set(member_key(key, rank), mine);
+    if (index == 0) {
+      all = gather_blocks(store, key, members, index, mine, deadline);
+      store.set(all_key, all);
+    } else {
+      gather_blocks(store, key, members, index, mine, deadline);
+      all = store.get(all_key, deadline);
+    }
   } catch (const Error& e) {
     if (e.status() != Status::Timeout) throw;
     store.wait(member_keys(key, members), Clock::now());  // names the members that are missing

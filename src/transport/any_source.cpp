@@ -6,6 +6,8 @@ namespace chorus::transport {
 /// Posting order decides between receives that want the same message, so earlier named
 /// receives first take what is buffered for them; then the new receive takes the earliest
 /// complete buffered message with its tag over every channel, or waits for the next one.
+/// It waits on every peer, so it first opens every link not yet open: losing any peer then
+/// fails it.
 RequestId ProgressEngine::post_recv_any(void* data, std::size_t bytes,
                                         const Fingerprint& fingerprint, int* source) {
   std::lock_guard lock(progress_mutex_);
@@ -15,6 +17,9 @@ RequestId ProgressEngine::post_recv_any(void* data, std::size_t bytes,
   require_argument(source != nullptr, "an any-source receive needs somewhere to put the source");
   require_argument(size_ > 1, "rank " + std::to_string(rank_) +
                                   " posted an any-source receive but is alone in its communicator");
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_) channel(p);
+  }
   RequestId id = next_id_++;
   try {
     for (auto& peer : peers_) {

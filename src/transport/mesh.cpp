@@ -1,7 +1,9 @@
 // The mesh rendezvous: publish who we are, derive the topology, connect the
-// shared-memory links, then the TCP links, and hand them to a ProgressEngine.
+// shared-memory links, and hand them to a ProgressEngine with the TCP links to open on
+// first use (tcp/tcp_links.hpp).
 #include "transport/mesh.hpp"
 
+#include "bootstrap/counting_store.hpp"
 #include "bootstrap/interfaces.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/store_exchange.hpp"
@@ -12,12 +14,13 @@
 #include "transport/rank_info.hpp"
 #include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/tcp_link.hpp"
-#include "transport/tcp/tcp_rendezvous.hpp"
+#include "transport/tcp/tcp_links.hpp"
 
 #include <chorus/error.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <numeric>
 
 namespace chorus::transport {
@@ -60,32 +63,34 @@ std::vector<int> shm_ranks(Kind kind, const Topology& topology, int rank) {
   return ranks.size() > 1 ? ranks : std::vector<int>{};
 }
 
-tcp::TcpMeshPlan tcp_plan(int rank, const std::vector<RankInfo>& infos,
-                          const std::vector<std::unique_ptr<Link>>& shm_links,
-                          const Topology& topology, const MeshOptions& options) {
-  tcp::TcpMeshPlan plan{rank,
-                        static_cast<int>(infos.size()),
-                        options.secret,
-                        infos[0].token,
-                        {},
-                        {},
-                        options.deadline};
+/// Where this rank opens its TCP links on first use: every peer not reached through shared
+/// memory. Null when there is none.
+std::unique_ptr<LinkOpener> tcp_links(int rank, const std::vector<RankInfo>& infos,
+                                      const std::vector<std::unique_ptr<Link>>& shm_links,
+                                      const Topology& topology, net::Socket listener,
+                                      const MeshOptions& options, Clock::duration connect_time) {
+  tcp::TcpLinksPlan plan;
+  plan.rank = rank;
+  plan.size = static_cast<int>(infos.size());
+  plan.secret = options.secret;
+  plan.mesh_token = infos[0].token;
+  plan.connect_time = std::chrono::ceil<std::chrono::milliseconds>(connect_time);
+  plan.addresses.resize(infos.size());
+  bool any = false;
   for (int p = 0; p < plan.size; ++p) {
-    if (p == rank || (p < static_cast<int>(shm_links.size()) && shm_links[p])) continue;
-    if (p > rank) {
-      plan.accept_from.push_back(p);
-      continue;
-    }
+    if (p == rank || shm_links[static_cast<std::size_t>(p)]) continue;
     // Same host: loopback reaches the listener (bound to every interface) for sure.
     std::string host = infos[p].address;
     if (topology.same_host(rank, p)) host = is_ipv6(host) ? "::1" : "127.0.0.1";
-    plan.connect_to.push_back(tcp::TcpPeer{p, net::HostPort{host, infos[p].port}});
+    plan.addresses[static_cast<std::size_t>(p)] = net::HostPort{host, infos[p].port};
+    any = true;
   }
-  return plan;
+  if (!any) return nullptr;
+  return tcp::make_tcp_links(std::move(listener), std::move(plan));
 }
 
-/// How long each step of the rendezvous took, logged at INFO (CHORUS_DEBUG=INFO) by
-/// finish(): where a slow start-up spends its time.
+/// How long each step of the rendezvous took and the store requests it made, logged at INFO
+/// (CHORUS_DEBUG=INFO) by finish(): where a slow start-up spends its time.
 class StepTimes {
  public:
   void mark(const char* step) {
@@ -94,10 +99,11 @@ class StepTimes {
     text_ += (text_.empty() ? "" : ", ") + std::string(step) + " " + std::to_string(ms) + " ms";
     last_ = now;
   }
-  void finish(int rank, int size) const {
+  void finish(int rank, int size, int store_requests) const {
     if (!log_enabled(LogLevel::Info)) return;
-    log(LogLevel::Info,
-        "rank " + std::to_string(rank) + " of " + std::to_string(size) + " connected: " + text_);
+    log(LogLevel::Info, "rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                            " connected: " + text_ + "; " + std::to_string(store_requests) +
+                            " store requests");
   }
 
  private:
@@ -115,7 +121,7 @@ Kind parse_kind(const std::string& text) {
               "CHORUS_TRANSPORT is \"" + text + "\"; expected auto, tcp or shm");
 }
 
-Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& options,
+Connection connect_mesh_as(Store& base_store, int rank, int size, const MeshOptions& options,
                            const LocalIdentity& identity) {
   require_argument(size >= 1 && rank >= 0 && rank < size, "rank " + std::to_string(rank) +
                                                               " is not in a communicator of " +
@@ -127,6 +133,10 @@ Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& 
   }
 
   StepTimes steps;
+  CountingStore store(base_store);
+  // Links opened later get as long as the start-up was given.
+  const Clock::duration connect_time =
+      std::max<Clock::duration>(options.deadline - Clock::now(), std::chrono::seconds(1));
   RankInfo mine{identity.host, identity.pid, "", 0, random_token()};
   net::Socket listener;
   if (options.kind != Kind::Shm) {
@@ -153,17 +163,15 @@ Connection connect_mesh_as(Store& store, int rank, int size, const MeshOptions& 
     steps.mark("arena");
   }
   shm.links.resize(size);
-  tcp::TcpMeshPlan plan = tcp_plan(rank, infos, shm.links, topology, options);
-  std::vector<net::Socket> sockets = tcp::connect_tcp_mesh(listener, plan);
-  std::vector<std::unique_ptr<Link>> links = std::move(shm.links);
-  for (int p = 0; p < size; ++p) {
-    if (sockets[p].valid()) links[p] = std::make_unique<tcp::TcpLink>(p, std::move(sockets[p]));
+  std::unique_ptr<LinkOpener> opener;
+  if (options.kind != Kind::Shm) {
+    opener =
+        tcp_links(rank, infos, shm.links, topology, std::move(listener), options, connect_time);
   }
-  auto engine = std::make_unique<ProgressEngine>(rank, size, std::move(topology), std::move(links),
-                                                 shm.doorbell);
+  auto engine = std::make_unique<ProgressEngine>(
+      rank, size, std::move(topology), std::move(shm.links), shm.doorbell, std::move(opener));
   if (arena) arena->set_liveness(engine.get());
-  steps.mark("tcp");
-  steps.finish(rank, size);
+  steps.finish(rank, size, store.requests());
   return {std::move(engine), std::move(arena)};
 }
 

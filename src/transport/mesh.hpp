@@ -37,7 +37,8 @@ struct Connection {
 /// Collective over the ranks of one communicator: every rank calls it with the
 /// same `store` namespace (keys are private to this communicator), its own rank
 /// and the same size. Exchanges host identity, pid and addresses through the
-/// store, connects every pair, and returns when all links are up.
+/// store and connects the shared-memory links; the TCP links are opened on first
+/// use (tcp/tcp_links.hpp), so none is open when it returns.
 Connection connect_mesh(Store& store, int rank, int size, const MeshOptions& options);
 
 }  // namespace chorus::transport

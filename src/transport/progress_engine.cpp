@@ -23,33 +23,84 @@ using namespace std::chrono_literals;
 constexpr auto kLivenessPeriod = 50ms;  ///< pid checks; also the longest sleep
 constexpr auto kAbortBudget = 250ms;    ///< time spent telling peers about a failure
 
+/// The link to a peer that could not be opened: its first use reports why.
+class UnreachableLink final : public Link {
+ public:
+  explicit UnreachableLink(Error error) : error_(std::move(error)) {}
+  std::size_t write_some(const void*, std::size_t) override { throw error_; }
+  std::size_t read_some(void*, std::size_t) override { throw error_; }
+  int poll_fd() const override { return -1; }
+  void check_peer() override {}
+  std::string_view kind() const override { return "unreachable"; }
+
+ private:
+  Error error_;
+};
+
 }  // namespace
 
 ProgressEngine::ProgressEngine(int rank, int size, Topology topology,
-                               std::vector<std::unique_ptr<Link>> links, Doorbell doorbell)
-    : rank_(rank), size_(size), topology_(std::move(topology)), doorbell_(doorbell) {
+                               std::vector<std::unique_ptr<Link>> links, Doorbell doorbell,
+                               std::unique_ptr<LinkOpener> opener)
+    : rank_(rank),
+      size_(size),
+      topology_(std::move(topology)),
+      doorbell_(doorbell),
+      opener_(std::move(opener)) {
   int ranks_on_host = 0;
   for (int r = 0; r < size; ++r) ranks_on_host += topology_.same_host(rank, r) ? 1 : 0;
   wait_policy_ = WaitPolicy::for_host(ranks_on_host);
   peers_.resize(size);
   sightings_.resize(size);
   for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {
-    if (!links[p]) continue;
-    if (links[p]->poll_fd() >= 0) poll_peers_.push_back(p);
-    peers_[p] = std::make_unique<PeerChannel>(rank, p, std::move(links[p]), &any_, &history_);
-    peers_[p]->set_holding(true);
+    if (links[p]) adopt(p, std::move(links[p]));
   }
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     throw Error(Status::SystemError, std::string("eventfd failed: ") + std::strerror(errno));
   }
+  if (opener_) opener_->start([this]() noexcept { wake(); });
 }
 
 ProgressEngine::~ProgressEngine() {
   // abort() from another thread may be sending ABORT frames (bounded): let it finish.
   std::lock_guard lock(progress_mutex_);
+  opener_.reset();  // its thread wakes this engine: stopped first
   peers_.clear();
   ::close(wake_fd_);
+}
+
+void ProgressEngine::adopt(int peer, std::unique_ptr<Link> link) {
+  if (link->poll_fd() >= 0) poll_peers_.push_back(peer);
+  peers_[peer] = std::make_unique<PeerChannel>(rank_, peer, std::move(link), &any_, &history_);
+  peers_[peer]->set_holding(true);
+}
+
+PeerChannel& ProgressEngine::channel(int peer) {
+  if (!peers_[peer]) {
+    if (!opener_ || !opener_->reaches(peer)) {
+      throw Error(Status::InternalError,
+                  "rank " + std::to_string(rank_) + " has no link to rank " + std::to_string(peer));
+    }
+    adopt_arrivals();  // the peer may have opened it already
+  }
+  if (!peers_[peer]) {
+    std::unique_ptr<Link> link;
+    try {
+      link = opener_->open(peer);
+    } catch (const Error& error) {
+      link = std::make_unique<UnreachableLink>(error);
+    }
+    adopt(peer, std::move(link));
+  }
+  return *peers_[peer];
+}
+
+void ProgressEngine::adopt_arrivals() {
+  if (!opener_ || !opener_->has_arrivals()) return;
+  for (auto& [peer, link] : opener_->arrivals()) {
+    if (!peers_[peer]) adopt(peer, std::move(link));
+  }
 }
 
 void ProgressEngine::check_post(int peer, const void* data, std::size_t bytes) const {
@@ -67,12 +118,13 @@ RequestId ProgressEngine::post_send(int peer, const void* data, std::size_t byte
   std::lock_guard lock(progress_mutex_);
   throw_if_broken();
   check_post(peer, data, bytes);
+  PeerChannel& to = channel(peer);
   RequestId id = next_id_++;
   pending_.emplace(id, peer);
   note_activity(Clock::now());
   history_.made(fingerprint);
-  peers_[peer]->post_send(id, data, bytes, fingerprint);
-  peers_[peer]->progress_send(pending_);  // start writing now: latency
+  to.post_send(id, data, bytes, fingerprint);
+  to.progress_send(pending_);  // start writing now: latency
   return id;
 }
 
@@ -81,11 +133,12 @@ RequestId ProgressEngine::post_recv(int peer, void* data, std::size_t bytes,
   std::lock_guard lock(progress_mutex_);
   throw_if_broken();
   check_post(peer, data, bytes);
+  PeerChannel& from = channel(peer);
   RequestId id = next_id_++;
   pending_.emplace(id, peer);
   note_activity(Clock::now());
   history_.made(fingerprint);
-  peers_[peer]->post_recv(id, data, bytes, fingerprint);
+  from.post_recv(id, data, bytes, fingerprint);
   sightings_.posted_recv(peer, id, fingerprint, pending_);
   return id;
 }
@@ -191,6 +244,7 @@ bool ProgressEngine::wait_loop(std::span<const RequestId> ids, Deadline until, b
 }
 
 bool ProgressEngine::progress_all() {
+  adopt_arrivals();
   bool moved = false;
   for (auto& peer : peers_) {
     if (peer && peer->progress(pending_)) moved = true;
@@ -397,6 +451,10 @@ void ProgressEngine::send_abort_frames() noexcept {
     {
       std::lock_guard lock(failure_mutex_);
       frame = make_abort_frame(failure_->status(), failure_->what());
+    }
+    if (opener_) {  // links opened later hear it from the opener; those here now, below
+      opener_->abort_arrivals(frame);
+      adopt_arrivals();
     }
     std::vector<PeerChannel*> targets;
     for (auto& peer : peers_) {

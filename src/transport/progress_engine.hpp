@@ -13,6 +13,12 @@
 // oldest pending collective to every peer; probes received are compared with
 // the pending collectives on entry to every wait/test and whenever one arrives.
 //
+// Links opened on first use (link_opener.hpp): the first post naming a peer that has no link
+// yet opens it through the opener; a peer that cannot be reached is that peer's loss (its
+// requests fail with the opener's error, as if its link had closed). Links that peers open
+// towards this rank are adopted by the next progress pass (their opener wakes a sleeper). Only
+// open links are watched, probed and told about an abort; an any-source receive opens them all.
+//
 // Failure: the first error (from wait() or abort()) breaks the transport; it
 // is rethrown by every later call, and an ABORT frame carrying it is sent to
 // every reachable peer (best effort, bounded by ~250 ms).
@@ -20,6 +26,7 @@
 
 #include "transport/doorbell.hpp"
 #include "transport/link.hpp"
+#include "transport/link_opener.hpp"
 #include "transport/liveness.hpp"
 #include "transport/peer_channel.hpp"
 #include "transport/stall_probe.hpp"
@@ -37,9 +44,10 @@ class ProgressEngine final : public Transport, public Liveness {
  public:
   /// `links[p]` is the link to rank p (null for rank itself). `doorbell` is this
   /// rank's shared-memory doorbell, invalid when no link is shared memory; it
-  /// must stay mapped as long as the links live (the shm links keep it mapped).
+  /// must stay mapped as long as the links live (the shm links keep it mapped). `opener`
+  /// (may be null) opens the links of the peers it reaches, which have none in `links`.
   ProgressEngine(int rank, int size, Topology topology, std::vector<std::unique_ptr<Link>> links,
-                 Doorbell doorbell);
+                 Doorbell doorbell, std::unique_ptr<LinkOpener> opener = nullptr);
   ~ProgressEngine() override;
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
@@ -71,6 +79,12 @@ class ProgressEngine final : public Transport, public Liveness {
 
  private:
   void check_post(int peer, const void* data, std::size_t bytes) const;
+  /// The channel to `peer`, its link opened first when it has none.
+  PeerChannel& channel(int peer);
+  /// Makes `link` the link to `peer`.
+  void adopt(int peer, std::unique_ptr<Link> link);
+  /// Adopts the links peers opened towards this rank, if any arrived.
+  void adopt_arrivals();
   void check_ids(std::span<const RequestId> ids) const;
   /// Breaks the transport with `error` (unless already broken), tells the peers, throws.
   [[noreturn]] void fail(const Error& error);
@@ -117,7 +131,8 @@ class ProgressEngine final : public Transport, public Liveness {
   std::vector<std::unique_ptr<PeerChannel>> peers_;  ///< indexed by rank, null for self
   std::vector<int> poll_peers_;                      ///< ranks whose link has a descriptor
   Doorbell doorbell_;
-  int wake_fd_ = -1;  ///< eventfd written by abort() and interrupt()
+  std::unique_ptr<LinkOpener> opener_;  ///< links opened on first use (null: all given)
+  int wake_fd_ = -1;                    ///< eventfd written by abort() and interrupt()
   PendingMap pending_;
   AnySourceRecvs any_;  ///< any-source receives (not in pending_), shared with the channels
   RequestId next_id_ = 1;

@@ -1,7 +1,8 @@
 // A rank of a real multi-process job, launched by chorusrun or by the test driver.
 //   mp_worker collectives   every collective once per dtype family, checked; exit 0 when right
 //   mp_worker kill          random collectives until rank CHORUS_TEST_VICTIM kills itself after
-//                           CHORUS_TEST_KILL_AFTER iterations; survivors must see RemoteError
+//                           CHORUS_TEST_KILL_AFTER iterations (below 0: before its first
+//                           collective, right after init); survivors must see RemoteError
 //                           within 2 s of the kill (time taken from CHORUS_TEST_KILL_FILE)
 //   mp_worker churn         20 rounds of: split in two, an 8-byte all-reduce in the half, a
 //                           world barrier (communicators made and destroyed all along)
@@ -99,12 +100,16 @@ int kill_scenario(Communicator& c) {
   const int kill_after = env_int("CHORUS_TEST_KILL_AFTER", 5);
   const std::string kill_file = std::getenv("CHORUS_TEST_KILL_FILE");
   std::vector<float> a(1 << 18, 1.0f), b(a.size());
+  const auto die = [&] {
+    std::ofstream(kill_file + ".tmp") << monotonic_ns() << "\n";
+    std::rename((kill_file + ".tmp").c_str(), kill_file.c_str());
+    raise(SIGKILL);
+  };
+  if (c.rank() == victim && kill_after < 0) die();  // before any link to it is opened
   for (int it = 0;; ++it) {
     if (c.rank() == victim && it == kill_after) {
       Request pending = start_collective(c, it, a, b);  // peers are mid-transfer with us
-      std::ofstream(kill_file + ".tmp") << monotonic_ns() << "\n";
-      std::rename((kill_file + ".tmp").c_str(), kill_file.c_str());
-      raise(SIGKILL);
+      die();
     }
     try {
       start_collective(c, it, a, b).wait();

@@ -3,6 +3,7 @@
 // ranks on several pretend hosts or give them other pids.
 #pragma once
 
+#include "bootstrap/socket.hpp"
 #include "bootstrap/store.hpp"
 #include "transport/mesh_internal.hpp"
 
@@ -125,6 +126,35 @@ inline std::vector<unsigned char> pattern(int from, int to, int tag, std::size_t
     data[i] = static_cast<unsigned char>(x >> 24);
   }
   return data;
+}
+
+inline std::string text_of(const Error& e) { return e.what(); }
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Runs `call`, which must throw Error; returns it.
+template <typename Call>
+Error expect_error(Call&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error was thrown";
+  return Error(Status::Success, "");
+}
+
+/// Reads until the other side closes; fails the test if it does not within 20 s.
+inline void expect_dropped(const net::Socket& socket, const char* who) {
+  try {
+    for (;;) {
+      char byte;
+      net::read_full(socket.fd(), &byte, 1, deadline_after(std::chrono::seconds(20)));
+    }
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::RemoteError) << who << ": " << e.what();
+  }
 }
 
 inline void wait_one(Transport& t, RequestId id,

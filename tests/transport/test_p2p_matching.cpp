@@ -16,22 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string text_of(const Error& e) { return e.what(); }
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-template <typename Call>
-Error expect_error(Call&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an error";
-  return Error(Status::Success, "no error");
-}
-
 /// The `seq`-th message to a peer, with `tag`.
 Fingerprint tagged_send(int tag, std::uint64_t seq, std::size_t bytes) {
   Fingerprint fp = send_stamp(seq, bytes);
