@@ -71,7 +71,9 @@ TEST(StoreExchange, AllGatherOfManyMembersIsATreeOfFewRequestsEach) {
     for (std::size_t j = 0; j < members.size(); ++j) {
       ASSERT_EQ(results[static_cast<std::size_t>(i)][j], std::to_string(members[j]));
     }
-    if (i % 16 != 0) EXPECT_EQ(requests[static_cast<std::size_t>(i)], 2) << "member " << i;
+    if (i % 16 != 0) {
+      EXPECT_EQ(requests[static_cast<std::size_t>(i)], 2) << "member " << i;
+    }
   }
   // set; 16 + 1 per level of 16 and of 256 (wait, 15 gets, set); wait and 1 get; set the whole.
   EXPECT_EQ(requests[0], 1 + 17 + 17 + 2 + 1);
