@@ -103,6 +103,15 @@ const LinkCost& message_link(const CostInput& input);
 double terms_cost(const CostTerms& terms, const LinkCost& link, double gamma);
 /// terms_cost on message_link.
 double message_cost(const CostInput& input, const CostTerms& terms);
+/// message_cost of an algorithm whose ranks all exchange at once, each spreading its bytes
+/// evenly over partners all across the communicator (recursive doubling and halving, Bruck,
+/// pairwise exchange). Across hosts (P ranks on the fullest one, blocks of a host's ranks
+/// or not) a share (n - P)/(n - 1) of each rank's bytes leaves its host, and the P ranks of
+/// a host push theirs through the host's one tcp link at the same time: those bytes cost P
+/// tcp betas, the rest the links inside the host; every round costs tcp's alpha. With P = 1
+/// or one host this is message_cost. (The ring and the trees are not spread: along a ring
+/// of blocks of hosts' ranks one rank per host sends across.)
+double spread_cost(const CostInput& input, const CostTerms& terms);
 /// A radix-k tree (patterns/knomial_tree.hpp) over `ranks` ranks: depth levels, up to k - 1
 /// children each; `reduces`: every received byte is reduced too.
 CostTerms knomial_terms(int ranks, double m, bool reduces);
