@@ -71,13 +71,16 @@ double message_cost(const CostInput& input, const CostTerms& terms) {
 
 double spread_cost(const CostInput& input, const CostTerms& terms) {
   const Machine& machine = input.machine;
-  if (machine.num_hosts() <= 1) return message_cost(input, terms);
+  if (machine.num_hosts() <= 1 || machine.max_ranks_per_host() == 1) {
+    return message_cost(input, terms);
+  }
   const double n = machine.nranks;
   const double per_host = machine.max_ranks_per_host();
   const double crossing = (n - per_host) / (n - 1);
   const CostParameters& links = input.parameters;
   const LinkCost& inside = machine.local_shm ? links.shm : links.tcp;
-  const double beta = crossing * per_host * links.tcp.beta + (1 - crossing) * inside.beta;
+  const double sharing = std::max(per_host / links.tcp_links, 1.0);
+  const double beta = crossing * sharing * links.tcp.beta + (1 - crossing) * inside.beta;
   return terms_cost(terms, {links.tcp.alpha, beta}, links.gamma);
 }
 

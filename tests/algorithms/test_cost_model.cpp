@@ -147,6 +147,11 @@ TEST(CostModel, SpreadAlgorithmsShareTheHostLink) {
   one_host.machine.local_shm = false;
   one_host.parameters = cluster.parameters;
   EXPECT_DOUBLE_EQ(cost_of(rows::allgather_recursive_doubling, bytes, one_host), 7 * m * 1e-9);
+  // A port per rank (tcp.links_per_host 4): nothing shared; 2 ports: 2 ranks on each.
+  cluster.parameters.tcp_links = 4;
+  EXPECT_DOUBLE_EQ(cost_of(rows::allgather_recursive_doubling, bytes, cluster), 4 * m * 1e-9);
+  cluster.parameters.tcp_links = 2;
+  EXPECT_DOUBLE_EQ(cost_of(rows::allgather_recursive_doubling, bytes, cluster), 8 * m * 1e-9);
 }
 
 // With no tuning file, a job across hosts keeps large calls off the algorithms whose every
@@ -305,9 +310,11 @@ TEST(TuningFile, RoundTripsAndRejectsGarbage) {
   tuned.parameters.tcp = {25e-6, 0.75e-9};
   tuned.parameters.arena = {0.5e-6, 0.0625e-9};
   tuned.parameters.gamma = 0.3e-9;
+  tuned.parameters.tcp_links = 8;
   std::stringstream file;
   write_tuning(file, tuned);
   CostParameters back = read_tuning(file, "test").parameters;
+  EXPECT_EQ(back.tcp_links, 8);
   EXPECT_NEAR(back.shm.alpha, tuned.parameters.shm.alpha, 1e-18);
   EXPECT_NEAR(back.tcp.beta, tuned.parameters.tcp.beta, 1e-21);
   EXPECT_NEAR(back.arena.beta, tuned.parameters.arena.beta, 1e-21);
@@ -320,8 +327,9 @@ TEST(TuningFile, RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(some.mark(TuningKey::TcpAlpha), TuningMark::Unmarked);
   EXPECT_EQ(some.mark(TuningKey::ShmAlpha), TuningMark::Default);
 
-  for (const char* bad : {"shm.alpha 3\n", "tcp.alpha_us\n", "tcp.alpha_us x\n",
-                          "tcp.alpha_us 3 4\n", "gamma_ns_per_byte -1\n"}) {
+  for (const char* bad :
+       {"shm.alpha 3\n", "tcp.alpha_us\n", "tcp.alpha_us x\n", "tcp.alpha_us 3 4\n",
+        "gamma_ns_per_byte -1\n", "tcp.links_per_host 0.5\n"}) {
     std::stringstream in(bad);
     EXPECT_THROW(read_tuning(in, "bad"), Error) << bad;
   }
@@ -390,7 +398,7 @@ TEST(TuningFile, LoadingLogsWhatTheFileSetOnce) {
                            " read: shm.alpha_us 7 (measured), tcp.alpha_us 90 (assumed), "
                            "gamma_ns_per_byte 0.25 (unmarked); built-in defaults for "
                            "shm.beta_ns_per_byte, tcp.beta_ns_per_byte, arena.alpha_us, "
-                           "arena.beta_ns_per_byte\n";
+                           "arena.beta_ns_per_byte, tcp.links_per_host\n";
   EXPECT_NE(log.find("INFO " + line), std::string::npos) << log;
   EXPECT_EQ(log.find(line), log.rfind(line)) << "logged twice: " << log;
 }
