@@ -28,4 +28,5 @@ for algorithm in $rows; do
   [ "$algorithm" = hierarchical ] || [ "$algorithm" = ring ] ||
     fail "a large all-gather ran '$algorithm' with the measured links"
 done
-echo "tune: both links measured across hosts ($(grep -c measured "$file") values); all-gather ran $rows"
+echo "tune: both links measured across hosts ($(grep -c '# measured$' "$file") values);" \
+  "the 1 and 4 MiB all-gathers ran $(echo "$rows" | tr '\n' ' ')"
