@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The report of bench/multihost/run.sh: reads OUT/r<R>/{link.json, logs/job<j>.host0.log,
-ompi.txt} and prints markdown: per ranks per host, each collective's bus bandwidth at 4-64 MiB
+ompi.txt, tuning.txt} and prints markdown: per ranks per host, each collective's bus bandwidth at 4-64 MiB
 beside the link's simultaneous two-way stream and Open MPI's, and its 8-byte time beside the
 link's round trip and Open MPI's."""
 import json
@@ -35,6 +35,28 @@ def ompi_rows(path):
     return rows
 
 
+def tuning_text(path):
+    """"shm alpha 5.1 us, beta 0.30 ns/B; tcp ..." from the tuning file run.sh measured (a link
+    the run did not measure, such as shm with one rank per host, is said to be the default)."""
+    if not path.exists():
+        return ""
+    values, measured = {}, set()
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 2 and not line.startswith("#"):
+            values[f[0]] = float(f[1])
+            if "# measured" in line:
+                measured.add(f[0])
+    texts = []
+    for link in ("shm", "tcp"):
+        alpha, beta = link + ".alpha_us", link + ".beta_ns_per_byte"
+        if alpha in measured and beta in measured:
+            texts.append(f"{link} alpha {values[alpha]:.1f} us, beta {values[beta]:.2f} ns/B")
+        else:
+            texts.append(f"{link} not measured (the built-in default)")
+    return "; ".join(texts)
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     print("# Across two simulated hosts, links shaped to 2 Gbit/s\n")
@@ -51,6 +73,10 @@ def main():
         print(f"## {ranks} rank(s) per host ({2 * ranks} ranks)\n")
         print(f"Link: two-way stream {link['two_way_GBps']:.3f} GB/s per direction, round trip "
               f"{link['rtt_us']:.0f} us.\n")
+        tuning = tuning_text(rdir / "tuning.txt")
+        if tuning:
+            print(f"Chorus's cost model: `chorus-perf --tune` across the hosts in this run, "
+                  f"{tuning}.\n")
         print("| collective | size | Chorus busbw GB/s | of the link | Open MPI busbw GB/s | "
               "Chorus / Open MPI | Chorus algorithm |")
         print("|---|--:|--:|--:|--:|--:|---|")
@@ -62,8 +88,8 @@ def main():
             ratio = f"{bus / o[1]:.2f}" if o and o[1] > 0 else "-"
             print(f"| {c} | {size >> 20} MiB | {bus:.3f} | {100 * bus / link['two_way_GBps']:.0f}% "
                   f"| {obus} | {ratio} | {algo} |")
-        print("\n| collective | 8 B time us | x the round trip | Open MPI us | Chorus / Open MPI "
-              "(time) | Chorus algorithm |")
+        print("\n| collective | 8 B time us | x the round trip | Open MPI us | Open MPI time / "
+              "Chorus time | Chorus algorithm |")
         print("|---|--:|--:|--:|--:|---|")
         for (c, size), (t, bus, algo) in sorted(chorus.items()):
             if size >= 1 << 20:

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # bench/multihost/run.sh [BUILD] [OUT]: Chorus across two simulated hosts (scripts/hosts.sh)
 # joined by links shaped to 2 Gbit/s, beside the link itself and Open MPI on the same hosts.
-# For 1, 2 and 4 ranks per host (RANKS="1 2" for fewer), three jobs on the same hosts:
+# For 1, 2 and 4 ranks per host (RANKS="1 2" for fewer), four kinds of jobs on the same hosts:
 #   0  the link with nothing on top (link.py: a simultaneous two-way TCP stream, GB/s per
 #      direction, and the round trip of 8 bytes), run from host0 to host1;
-#   1  chorus-perf: all-reduce, broadcast, all-gather and reduce-scatter, 8 B and 4-64 MiB;
-#   2  Open MPI's mpi_collectives (bench/peers, built by bench/compare.py into PEER_BUILD,
+#   1  chorus-perf --tune OUT/r<R>/tuning.txt: the links inside and between the hosts;
+#   2  chorus-perf with that file (CHORUS_TUNING_FILE): all-reduce, broadcast, all-gather and
+#      reduce-scatter, 8 B and 4-64 MiB;
+#   3  Open MPI's mpi_collectives (bench/peers, built by bench/compare.py into PEER_BUILD,
 #      default build-bench/peers)
 #      over the same sizes, mpirun in the outsider namespace with agent.sh as its remote shell.
 # Prints the markdown report (bus bandwidth against the two-way stream, 8 B against the round
@@ -33,12 +35,14 @@ for ranks in ${RANKS:-1 2 4}; do
   mkdir -p "$dir"
   flag="$dir/flag"
   waiter=(sh -c 'while [ ! -e "$0" ]; do sleep 0.2; done' "$flag")
-  jobs=("${waiter[@]}" --then)
+  tuned=(env CHORUS_TUNING_FILE="$dir/tuning.txt" "$perf")
+  jobs=("${waiter[@]}" --then "$perf" --tune "$dir/tuning.txt" --then)
   for c in "${collectives[@]}"; do
-    jobs+=("$perf" -t "$c" -c 0 "${sizes[@]}" --then "$perf" -t "$c" -c 0 "${small[@]}" --then)
+    jobs+=("${tuned[@]}" -t "$c" -c 0 "${sizes[@]}" --then "${tuned[@]}" -t "$c" -c 0 "${small[@]}"
+      --then)
   done
   jobs+=("${waiter[@]}")
-  last=$((1 + 2 * ${#collectives[@]}))
+  last=$((2 + 2 * ${#collectives[@]}))
   # The outsider: the link during job 0, Open MPI during the last job; each then frees its
   # job's waiting ranks.
   during="set -e; cd '$dir'

@@ -30,6 +30,10 @@ CostParameters CostParameters::defaults() {
   // Medians of three `chorusrun -n 4 chorus-perf --tune F` runs, with and
   // without CHORUS_TRANSPORT=tcp, on the development machine (2 cores, load
   // about 14): per-round latencies are those of ranks competing for cores.
+  // Across hosts they rank the algorithms sensibly all the same: tcp costs more
+  // than shm per round and per byte, and spread_cost charges the sharing of a
+  // host's link, so large calls take the two-level forms or the ring. A tuning
+  // file measured across the hosts (chorus-perf --tune) gives the real ratio.
   CostParameters c;
   c.shm = {110e-6, 1.0e-9};
   c.tcp = {160e-6, 4.5e-9};
@@ -63,6 +67,21 @@ double terms_cost(const CostTerms& terms, const LinkCost& link, double gamma) {
 
 double message_cost(const CostInput& input, const CostTerms& terms) {
   return terms_cost(terms, message_link(input), input.parameters.gamma);
+}
+
+double spread_cost(const CostInput& input, const CostTerms& terms) {
+  const Machine& machine = input.machine;
+  if (machine.num_hosts() <= 1 || machine.max_ranks_per_host() == 1) {
+    return message_cost(input, terms);
+  }
+  const double n = machine.nranks;
+  const double per_host = machine.max_ranks_per_host();
+  const double crossing = (n - per_host) / (n - 1);
+  const CostParameters& links = input.parameters;
+  const LinkCost& inside = machine.local_shm ? links.shm : links.tcp;
+  const double sharing = std::max(per_host / links.tcp_links, 1.0);
+  const double beta = crossing * sharing * links.tcp.beta + (1 - crossing) * inside.beta;
+  return terms_cost(terms, {links.tcp.alpha, beta}, links.gamma);
 }
 
 CostTerms knomial_terms(int ranks, double m, bool reduces) {

@@ -39,6 +39,10 @@ struct CostParameters {
   LinkCost tcp;      ///< sockets (between hosts, or all links under CHORUS_TRANSPORT=tcp)
   LinkCost arena;    ///< one synchronisation and one byte copied through the host arena
   double gamma = 0;  ///< seconds per byte reduced (or copied) locally
+  /// Network ports per host that its ranks use at once (a cluster with one port per
+  /// accelerator has as many as ranks per host): spread_cost shares a host's tcp links among
+  /// its ranks only when they outnumber them.
+  double tcp_links = 1;
 
   /// The measured defaults (see cost_model.cpp for how).
   static CostParameters defaults();
@@ -103,6 +107,15 @@ const LinkCost& message_link(const CostInput& input);
 double terms_cost(const CostTerms& terms, const LinkCost& link, double gamma);
 /// terms_cost on message_link.
 double message_cost(const CostInput& input, const CostTerms& terms);
+/// message_cost of an algorithm whose ranks all exchange at once, each spreading its bytes
+/// evenly over partners all across the communicator (recursive doubling and halving, Bruck,
+/// pairwise exchange). Across hosts (P ranks on the fullest one, blocks of a host's ranks
+/// or not) a share (n - P)/(n - 1) of each rank's bytes leaves its host, and the P ranks of
+/// a host push theirs through the host's L tcp links (tcp_links) at the same time: those
+/// bytes cost max(P / L, 1) tcp betas, the rest the links inside the host; every round
+/// costs tcp's alpha. With P <= L or one host this is message_cost. (The ring and the trees are not
+/// spread: along a ring of blocks of hosts' ranks one rank per host sends across.)
+double spread_cost(const CostInput& input, const CostTerms& terms);
 /// A radix-k tree (patterns/knomial_tree.hpp) over `ranks` ranks: depth levels, up to k - 1
 /// children each; `reduces`: every received byte is reduced too.
 CostTerms knomial_terms(int ranks, double m, bool reduces);
@@ -132,10 +145,11 @@ enum class TuningKey : std::uint8_t {
   TcpBeta,
   ArenaAlpha,
   ArenaBeta,
-  Gamma
+  Gamma,
+  TcpLinks
 };
-inline constexpr int kNumTuningKeys = 7;
-/// "shm.alpha_us", "shm.beta_ns_per_byte", ..., "gamma_ns_per_byte".
+inline constexpr int kNumTuningKeys = 8;
+/// "shm.alpha_us", "shm.beta_ns_per_byte", ..., "gamma_ns_per_byte", "tcp.links_per_host".
 std::string_view to_string(TuningKey key);
 
 /// Where a tuning value came from. Measured: by chorus-perf --tune. Assumed: written without

@@ -44,6 +44,7 @@ constexpr Key kKeys[kNumTuningKeys] = {
     {TuningKey::ArenaBeta, "arena.beta_ns_per_byte", nullptr, &CostParameters::arena,
      &LinkCost::beta, kNano},
     {TuningKey::Gamma, "gamma_ns_per_byte", &CostParameters::gamma, nullptr, nullptr, kNano},
+    {TuningKey::TcpLinks, "tcp.links_per_host", &CostParameters::tcp_links, nullptr, nullptr, 1},
 };
 
 double& slot(CostParameters& parameters, const Key& key) {
@@ -153,6 +154,8 @@ Tuning read_tuning(std::istream& in, std::string_view source) {
     const Key* found = nullptr;
     for (const Key& key : kKeys) found = name == key.name ? &key : found;
     require_argument(found != nullptr, where + ": unknown tuning key '" + name + "'");
+    require_argument(found->key != TuningKey::TcpLinks || value >= 1,
+                     where + ": " + name + " " + std::to_string(value) + " is below 1");
     slot(tuning.parameters, *found) = value * found->scale;
     tuning.mark(found->key) = hash == std::string::npos
                                   ? TuningMark::Unmarked

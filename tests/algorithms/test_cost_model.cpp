@@ -126,6 +126,88 @@ TEST(CostModel, SeveralHostsTakeTwoLevelForms) {
   }
 }
 
+// Recursive doubling spreads every rank's bytes over partners on every host: across hosts the
+// P ranks of a host push their share (n - P)/(n - 1) through the host's one link at once.
+// At 2 x 4 the all-gather's last step sends 4 blocks per rank, 4 ranks per host: 16 blocks
+// per host link, where the model without the sharing saw 7 per rank.
+TEST(CostModel, SpreadAlgorithmsShareTheHostLink) {
+  auto cluster = hosts_of(2, 4);
+  cluster.parameters = {};
+  cluster.parameters.tcp = {0, 1e-9};
+  const double m = 1 << 20;
+  const auto bytes = static_cast<std::size_t>(m);
+  EXPECT_DOUBLE_EQ(cost_of(rows::allgather_recursive_doubling, bytes, cluster), 16 * m * 1e-9);
+  // The ring (blocks of a host's ranks in rank order) crosses with one rank per host.
+  EXPECT_DOUBLE_EQ(cost_of(rows::allgather_ring, bytes, cluster), 7 * m * 1e-9);
+  // One rank per host, or one host: every byte on its own link, as before.
+  auto spread_out = hosts_of(8, 1);
+  spread_out.parameters = cluster.parameters;
+  EXPECT_DOUBLE_EQ(cost_of(rows::allgather_recursive_doubling, bytes, spread_out), 7 * m * 1e-9);
+  auto one_host = single_host_context(8);
+  one_host.machine.local_shm = false;
+  one_host.parameters = cluster.parameters;
+  EXPECT_DOUBLE_EQ(cost_of(rows::allgather_recursive_doubling, bytes, one_host), 7 * m * 1e-9);
+  // A port per rank (tcp.links_per_host 4): nothing shared; 2 ports: 2 ranks on each.
+  cluster.parameters.tcp_links = 4;
+  EXPECT_DOUBLE_EQ(cost_of(rows::allgather_recursive_doubling, bytes, cluster), 4 * m * 1e-9);
+  cluster.parameters.tcp_links = 2;
+  EXPECT_DOUBLE_EQ(cost_of(rows::allgather_recursive_doubling, bytes, cluster), 8 * m * 1e-9);
+}
+
+// With no tuning file, a job across hosts keeps large calls off the algorithms whose every
+// rank crosses hosts at once (measured across two hosts at 2 ranks each: recursive doubling's
+// all-gather at 67-76% of the link): the two-level forms or the ring. One rank per host has
+// nothing to share.
+TEST(CostModel, DefaultsAcrossHostsKeepLargeCallsOffSpreadAlgorithms) {
+  for (auto [hosts, per_host] : {std::pair{2, 2}, {2, 3}, {2, 4}, {4, 2}, {3, 2}}) {
+    auto context = hosts_of(hosts, per_host);
+    context.parameters = CostParameters::defaults();
+    // The largest all-reduce of the multihost layout tests, which expect the two-level form.
+    EXPECT_EQ(chosen(call(Collective::AllReduce, 199924), context), "hierarchical")
+        << hosts << "x" << per_host;
+    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter}) {
+      for (std::size_t bytes = 64 * 1024; bytes <= (std::size_t{64} << 20); bytes *= 4) {
+        const std::string name = chosen(call(c, bytes), context);
+        EXPECT_TRUE(name == "hierarchical" || name == "ring")
+            << to_string(c) << " " << bytes << " on " << hosts << "x" << per_host << ": " << name;
+      }
+    }
+  }
+  auto spread_out = hosts_of(2, 1);
+  spread_out.parameters = CostParameters::defaults();
+  EXPECT_EQ(chosen(call(Collective::AllReduce, 4 << 20), spread_out), "recursive_doubling");
+}
+
+// What `chorus-perf --tune` writes across hosts (shm inside a host, tcp between hosts, here
+// about 2 Gbit/s) makes every collective with a two-level form take it from small to large
+// calls at 2 and 4 ranks per host, broadcast but its largest (the pipelined ring there).
+TEST(CostModel, MeasuredHostLinksTakeTwoLevelForms) {
+  for (int per_host : {2, 4}) {
+    auto context = hosts_of(2, per_host);
+    context.parameters.shm = {5e-6, 0.3e-9};
+    context.parameters.tcp = {20e-6, 4e-9};
+    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                         Collective::Reduce, Collective::Gather, Collective::Scatter}) {
+      for (std::size_t bytes = 2048; bytes <= (std::size_t{64} << 20); bytes *= 16) {
+        EXPECT_EQ(chosen(call(c, bytes), context), "hierarchical")
+            << to_string(c) << " " << bytes << " at " << per_host << " per host";
+      }
+    }
+    EXPECT_EQ(chosen(call(Collective::Broadcast, 1 << 20), context), "hierarchical");
+  }
+}
+
+// The two-level all-to-all gains only rounds: its bundles carry what the pairwise exchange
+// sends across hosts, plus two copies through each leader, so large blocks stay flat. (Why
+// all-to-all-v has no two-level form: its selection sees no size, docs/architecture.md.)
+TEST(CostModel, TwoLevelAllToAllWinsOnlyOnLatency) {
+  for (int per_host : {2, 4}) {
+    auto context = hosts_of(2, per_host);
+    EXPECT_EQ(chosen(call(Collective::AllToAll, 64), context), "hierarchical") << per_host;
+    EXPECT_EQ(chosen(call(Collective::AllToAll, 1 << 20), context), "pairwise") << per_host;
+  }
+}
+
 // Under CHORUS_TRANSPORT=tcp on one host every forwarded byte costs the shared cores, so
 // large blocks go straight to (from) the root; between hosts they do not: the tree keeps
 // its rounds, or the two-level form sends each host's blocks across once.
@@ -228,9 +310,11 @@ TEST(TuningFile, RoundTripsAndRejectsGarbage) {
   tuned.parameters.tcp = {25e-6, 0.75e-9};
   tuned.parameters.arena = {0.5e-6, 0.0625e-9};
   tuned.parameters.gamma = 0.3e-9;
+  tuned.parameters.tcp_links = 8;
   std::stringstream file;
   write_tuning(file, tuned);
   CostParameters back = read_tuning(file, "test").parameters;
+  EXPECT_EQ(back.tcp_links, 8);
   EXPECT_NEAR(back.shm.alpha, tuned.parameters.shm.alpha, 1e-18);
   EXPECT_NEAR(back.tcp.beta, tuned.parameters.tcp.beta, 1e-21);
   EXPECT_NEAR(back.arena.beta, tuned.parameters.arena.beta, 1e-21);
@@ -243,8 +327,9 @@ TEST(TuningFile, RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(some.mark(TuningKey::TcpAlpha), TuningMark::Unmarked);
   EXPECT_EQ(some.mark(TuningKey::ShmAlpha), TuningMark::Default);
 
-  for (const char* bad : {"shm.alpha 3\n", "tcp.alpha_us\n", "tcp.alpha_us x\n",
-                          "tcp.alpha_us 3 4\n", "gamma_ns_per_byte -1\n"}) {
+  for (const char* bad :
+       {"shm.alpha 3\n", "tcp.alpha_us\n", "tcp.alpha_us x\n", "tcp.alpha_us 3 4\n",
+        "gamma_ns_per_byte -1\n", "tcp.links_per_host 0.5\n"}) {
     std::stringstream in(bad);
     EXPECT_THROW(read_tuning(in, "bad"), Error) << bad;
   }
@@ -313,7 +398,7 @@ TEST(TuningFile, LoadingLogsWhatTheFileSetOnce) {
                            " read: shm.alpha_us 7 (measured), tcp.alpha_us 90 (assumed), "
                            "gamma_ns_per_byte 0.25 (unmarked); built-in defaults for "
                            "shm.beta_ns_per_byte, tcp.beta_ns_per_byte, arena.alpha_us, "
-                           "arena.beta_ns_per_byte\n";
+                           "arena.beta_ns_per_byte, tcp.links_per_host\n";
   EXPECT_NE(log.find("INFO " + line), std::string::npos) << log;
   EXPECT_EQ(log.find(line), log.rfind(line)) << "logged twice: " << log;
 }

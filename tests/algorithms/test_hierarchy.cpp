@@ -1,8 +1,10 @@
 // Every two-level ("hierarchical") algorithm, and every other algorithm of all-reduce, on
 // MemoryFabrics that fake several hosts, against the sweep's references (sweep.hpp), and the
 // two-level traffic pattern: only host leaders talk across hosts, and only to leaders (a
-// rooted call's root leads its host).
+// rooted call's root leads its host), but for the stripes of large all-reduces, where ranks
+// talk across hosts to the ranks of their own place.
 #include "algorithms/algorithm.hpp"
+#include "algorithms/patterns/hierarchy.hpp"
 #include "algorithms/two_level.hpp"
 #include "memory_transport.hpp"
 #include "sweep.hpp"
@@ -25,8 +27,11 @@ namespace {
 class CrossHostCounter final : public transport::Transport {
  public:
   /// `root`: a rooted call's root, which leads its host instead of the lowest rank.
-  CrossHostCounter(transport::Transport& inner, std::atomic<int>& violations, int root = -1)
-      : inner_(inner), violations_(violations) {
+  /// `off_place`, when given, also counts sends across hosts between ranks of different
+  /// places on their hosts (place: the index among the host's ranks, ascending).
+  CrossHostCounter(transport::Transport& inner, std::atomic<int>& violations, int root = -1,
+                   std::atomic<int>* off_place = nullptr)
+      : inner_(inner), violations_(violations), off_place_(off_place) {
     leaders_ = algorithms::host_groups(inner.topology(), inner.rank(), root).leaders();
   }
   int rank() const override { return inner_.rank(); }
@@ -36,6 +41,9 @@ class CrossHostCounter final : public transport::Transport {
                                  const Fingerprint& fingerprint) override {
     if (!topology().same_host(rank(), peer) && !(is_leader(rank()) && is_leader(peer))) {
       violations_.fetch_add(1);
+    }
+    if (off_place_ && !topology().same_host(rank(), peer) && place(rank()) != place(peer)) {
+      off_place_->fetch_add(1);
     }
     return inner_.post_send(peer, data, bytes, fingerprint);
   }
@@ -57,8 +65,15 @@ class CrossHostCounter final : public transport::Transport {
   bool is_leader(int r) const {
     return std::find(leaders_.begin(), leaders_.end(), r) != leaders_.end();
   }
+  int place(int r) const {
+    const Topology& t = topology();
+    const auto members =
+        algorithms::patterns::host_members(t, t.host_of_rank[static_cast<std::size_t>(r)]);
+    return static_cast<int>(std::find(members.begin(), members.end(), r) - members.begin());
+  }
   transport::Transport& inner_;
   std::atomic<int>& violations_;
+  std::atomic<int>* off_place_;
   std::vector<int> leaders_;
 };
 
@@ -135,6 +150,43 @@ TEST(TwoLevelRows, HostGroupsPutTheRootFirstOnItsHost) {
   EXPECT_EQ(groups.leaders(), (std::vector<int>{0, 3, 4}));
   EXPECT_EQ(groups.blocks_before(2), 4u);
   EXPECT_EQ(groups.num_ranks(), 5);
+}
+
+// From 64 KiB on hosts of equal size the two-level all-reduce runs in stripes: the i-th
+// ranks of the hosts all-reduce block i of their hosts' sums, so non-leaders cross hosts, but
+// only to the rank of the same place on another host. Odd counts leave uneven blocks.
+TEST(TwoLevelRows, LargeAllReducesRunInStripesBetweenRanksOfOnePlace) {
+  for (const std::vector<int>& layout : {std::vector<int>{0, 0, 1, 1},
+                                         {0, 0, 0, 1, 1, 1},
+                                         {0, 0, 0, 0, 1, 1, 1, 1},
+                                         {0, 1, 2, 3, 0, 1, 2, 3}}) {
+    const int n = static_cast<int>(layout.size());
+    MemoryFabric fabric(layout);
+    std::atomic<int> off_leaders{0}, off_place{0};
+    std::mutex mutex;
+    std::vector<std::string> wrong;
+    auto failures = run_ranks(fabric, [&](transport::Transport& transport, int) {
+      CrossHostCounter counted(transport, off_leaders, -1, &off_place);
+      for (std::size_t count : {std::size_t{20000}, std::size_t{20001}}) {
+        for (bool in_place : {false, true}) {
+          SweepCase c{&algorithms::rows::allreduce_hierarchical,
+                      n,
+                      count,
+                      DataType::Float32,
+                      ReduceOp::Sum,
+                      0,
+                      in_place};
+          auto problems = run_sweep_case(algorithms::Context{counted}, c);
+          std::lock_guard lock(mutex);
+          for (const auto& problem : problems) wrong.push_back(describe(c) + ": " + problem);
+        }
+      }
+    });
+    EXPECT_TRUE(failures.empty()) << failures.size() << " ranks threw, first: " << failures[0];
+    EXPECT_TRUE(wrong.empty()) << wrong.size() << " wrong results, first: " << wrong[0];
+    EXPECT_GT(off_leaders.load(), 0) << "no stripes ran on " << n << " ranks";
+    EXPECT_EQ(off_place.load(), 0) << "a stripe crossed to another place on " << n << " ranks";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, MultiHostSweep, ::testing::Range<std::size_t>(0, 8),

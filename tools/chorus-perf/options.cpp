@@ -247,7 +247,8 @@ Times Chorus collectives and prints the nccl-tests table (rank 0 prints).
   --shared  buffers from Communicator::alloc_shared (host-shared memory: all-reduces
             then run in place in the peers' buffers, algorithm shm_window)
   --tune F  measure the cost model's alpha/beta/gamma here and write them to F
-            (merged with F if it exists; point CHORUS_TUNING_FILE at it)
+            (merged with F if it exists; point CHORUS_TUNING_FILE at it); across
+            hosts both the shm links inside hosts and the tcp links between them
   -h        this text
 
 SIZE is the buffer size nccl-tests reports: for allgather, gather and alltoall(v)

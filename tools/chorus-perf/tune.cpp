@@ -13,6 +13,7 @@
 #include "tune.hpp"
 
 #include "algorithms/cost_model.hpp"
+#include "bootstrap/launch_env.hpp"
 #include "core/reduce.hpp"
 
 #include <chorus/error.hpp>
@@ -24,7 +25,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chorus::perf {
@@ -106,6 +109,84 @@ std::string link_text(const algorithms::LinkCost& link) {
   return text;
 }
 
+/// Where this rank runs: its host's index (hosts numbered by their lowest rank), its place
+/// among that host's ranks, and how many hosts the job spans, from every rank's
+/// host_identity() (the identity the transports use to tell hosts apart).
+struct Placement {
+  int host = 0;
+  int local_rank = 0;
+  int num_hosts = 1;
+};
+
+Placement place(Communicator& comm) {
+  constexpr std::size_t kIdentityBytes = 320;  // a host name (<= 255) and a boot id
+  std::string mine = host_identity();
+  mine.resize(kIdentityBytes - 1, '\0');
+  std::vector<char> all(kIdentityBytes * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(mine.c_str(), all.data(), kIdentityBytes, DataType::Uint8);
+  auto identity = [&](int r) {
+    return std::string_view(all.data() + kIdentityBytes * static_cast<std::size_t>(r));
+  };
+  std::vector<std::string_view> hosts;  // in order of their lowest rank
+  Placement at;
+  for (int r = 0; r < comm.size(); ++r) {
+    auto known = std::find(hosts.begin(), hosts.end(), identity(r));
+    if (known == hosts.end()) hosts.push_back(identity(r));
+    if (r >= comm.rank()) continue;
+    if (identity(r) == identity(comm.rank())) ++at.local_rank;
+  }
+  at.host = static_cast<int>(std::find(hosts.begin(), hosts.end(), identity(comm.rank())) -
+                             hosts.begin());
+  at.num_hosts = static_cast<int>(hosts.size());
+  return at;
+}
+
+/// What one rank measured; the job's values are the maxima over ranks (a rank that did not
+/// measure a link leaves it at 0, has = 0).
+struct Measurements {
+  algorithms::LinkCost shm, tcp, arena;
+  double has_shm = 0, has_tcp = 0, has_arena = 0;
+  double gamma = 0;
+
+  void combine(Communicator& comm) {
+    double values[] = {shm.alpha,  shm.beta, tcp.alpha, tcp.beta,  arena.alpha,
+                       arena.beta, has_shm,  has_tcp,   has_arena, gamma};
+    comm.all_reduce(values, values, std::size(values), DataType::Float64, ReduceOp::Max);
+    shm = {values[0], values[1]};
+    tcp = {values[2], values[3]};
+    arena = {values[4], values[5]};
+    has_shm = values[6];
+    has_tcp = values[7];
+    has_arena = values[8];
+    gamma = values[9];
+  }
+};
+
+/// The links within a host (shm, or tcp under CHORUS_TRANSPORT=tcp) and the arena, on a
+/// communicator of one host's ranks.
+void measure_one_host(Communicator& comm, bool tcp, Measurements& m) {
+  if (comm.size() < 2) return;
+  (tcp ? m.tcp : m.shm) = measure_link(comm, m.gamma);
+  (tcp ? m.has_tcp : m.has_shm) = 1;
+  m.has_arena = measure_arena(comm, m.arena) ? 1 : 0;
+}
+
+/// Across hosts: each host's ranks measure their shared links and arena on a communicator of
+/// their own, all hosts at once (with CHORUS_TRANSPORT=tcp those links are tcp too, and
+/// are not measured: the tcp parameters are the links between hosts); then one rank per host
+/// measures the tcp links between hosts.
+void measure_hosts(Communicator& comm, const Placement& at, bool tcp, Measurements& m) {
+  {
+    Communicator host = comm.split(at.host, comm.rank(), "tune_host");
+    if (!tcp) measure_one_host(host, false, m);
+  }
+  Communicator leaders = comm.split(at.local_rank == 0 ? 0 : -1, comm.rank(), "tune_leaders");
+  if (leaders) {
+    m.tcp = measure_link(leaders, m.gamma);
+    m.has_tcp = 1;
+  }
+}
+
 /// The file's tuning if it exists (its measured values stay marked measured), else defaults.
 algorithms::Tuning existing_or_defaults(const std::string& path) {
   std::ifstream in(path);
@@ -121,42 +202,50 @@ void set_measured(algorithms::Tuning& tuning,
   tuning.mark(alpha) = tuning.mark(beta) = algorithms::TuningMark::Measured;
 }
 
-}  // namespace
-
-void run_tune(Communicator& comm, const std::string& path) {
+/// Rank 0: merges what was measured into the file at `path` and says what it wrote.
+void write_measurements(const Measurements& m, int num_hosts, const std::string& path) {
+  using algorithms::CostParameters;
   using algorithms::TuningKey;
-  const char* transport = std::getenv("CHORUS_TRANSPORT");
-  const bool tcp = transport && std::string(transport) == "tcp";
-  double gamma = reduce_gamma();
-  comm.all_reduce(&gamma, &gamma, 1, DataType::Float64, ReduceOp::Max);
-  algorithms::LinkCost link;
-  if (comm.size() >= 2) link = measure_link(comm, gamma);
-  algorithms::LinkCost arena;
-  bool has_arena = comm.size() >= 2 && measure_arena(comm, arena);
-  comm.barrier();
-  if (comm.rank() != 0) return;
   // Only what was measured now is marked measured; the rest keeps the file's value and mark
   // (or the built-in default, written as assumed).
   algorithms::Tuning tuning = existing_or_defaults(path);
-  if (comm.size() >= 2 && tcp) {
-    set_measured(tuning, &algorithms::CostParameters::tcp, TuningKey::TcpAlpha, TuningKey::TcpBeta,
-                 link);
-  } else if (comm.size() >= 2) {
-    set_measured(tuning, &algorithms::CostParameters::shm, TuningKey::ShmAlpha, TuningKey::ShmBeta,
-                 link);
+  if (m.has_shm)
+    set_measured(tuning, &CostParameters::shm, TuningKey::ShmAlpha, TuningKey::ShmBeta, m.shm);
+  if (m.has_tcp)
+    set_measured(tuning, &CostParameters::tcp, TuningKey::TcpAlpha, TuningKey::TcpBeta, m.tcp);
+  if (m.has_arena) {
+    set_measured(tuning, &CostParameters::arena, TuningKey::ArenaAlpha, TuningKey::ArenaBeta,
+                 m.arena);
   }
-  if (has_arena) {
-    set_measured(tuning, &algorithms::CostParameters::arena, TuningKey::ArenaAlpha,
-                 TuningKey::ArenaBeta, arena);
-  }
-  tuning.parameters.gamma = gamma;
+  tuning.parameters.gamma = m.gamma;
   tuning.mark(TuningKey::Gamma) = algorithms::TuningMark::Measured;
   std::ofstream out(path);
   algorithms::write_tuning(out, tuning);
   if (!out.good()) throw Error(Status::InvalidArgument, "cannot write the tuning file " + path);
-  std::printf("# %s link: %s; arena: %s; gamma %.4f ns/B -> %s\n", tcp ? "tcp" : "shm",
-              comm.size() >= 2 ? link_text(link).c_str() : "not measured (one rank)",
-              has_arena ? link_text(arena).c_str() : "not in use", gamma * 1e9, path.c_str());
+  auto text = [](double has, const algorithms::LinkCost& link) {
+    return has ? link_text(link) : std::string("not measured");
+  };
+  std::printf("# %d host(s); shm link: %s; tcp link: %s; arena: %s; gamma %.4f ns/B -> %s\n",
+              num_hosts, text(m.has_shm, m.shm).c_str(), text(m.has_tcp, m.tcp).c_str(),
+              text(m.has_arena, m.arena).c_str(), m.gamma * 1e9, path.c_str());
+}
+
+}  // namespace
+
+void run_tune(Communicator& comm, const std::string& path) {
+  const char* transport = std::getenv("CHORUS_TRANSPORT");
+  const bool tcp = transport && std::string(transport) == "tcp";
+  Measurements m;
+  m.gamma = reduce_gamma();
+  comm.all_reduce(&m.gamma, &m.gamma, 1, DataType::Float64, ReduceOp::Max);
+  const Placement at = place(comm);
+  if (at.num_hosts == 1) {
+    measure_one_host(comm, tcp, m);
+  } else {
+    measure_hosts(comm, at, tcp, m);
+  }
+  m.combine(comm);
+  if (comm.rank() == 0) write_measurements(m, at.num_hosts, path);
 }
 
 }  // namespace chorus::perf

@@ -10,12 +10,14 @@
 namespace chorus::perf {
 
 /// Every rank calls it, with CHORUS_ALGO pinning allreduce=recursive_doubling
-/// (main() does). Times a local reduction (gamma), all-reduces of 8 B and
-/// 1 MiB (alpha and beta of the communicator's link kind: tcp under
-/// CHORUS_TRANSPORT=tcp, else shm) and, when the collectives run through the
-/// host arena, a barrier and broadcasts (arena alpha and beta); rank 0 then
-/// reads FILE if it exists, replaces the measured keys, writes it back (the
-/// keys measured now marked measured, the others keeping their mark, or
+/// (main() does). Times a local reduction (gamma), then the links, each by all-reduces of
+/// 8 B and 1 MiB, and the host arena by a barrier and broadcasts where the collectives run
+/// through it. On one host: the communicator's link kind (tcp under CHORUS_TRANSPORT=tcp,
+/// else shm) and the arena. Across hosts (ranks grouped by host identity): the shm links and
+/// the arena on a communicator of each host's ranks (every host at once; not under
+/// CHORUS_TRANSPORT=tcp), then tcp on a communicator of one rank per host. Each value is
+/// the slowest rank's. Rank 0 then reads FILE if it exists, replaces the measured keys,
+/// writes it back (the keys measured now marked measured, the others keeping their mark, or
 /// marked assumed when they are the built-in defaults) and prints them.
 void run_tune(Communicator& comm, const std::string& path);
 

@@ -38,7 +38,7 @@ void run(const Call& args, const Context& ctx) {
 double cost(const CostInput& in) {
   const Shape s = in.shape();
   const double m = in.m();
-  return message_cost(in, {s.lg, (s.n - 1) * m, 2 * s.n * m});
+  return spread_cost(in, {s.lg, (s.n - 1) * m, 2 * s.n * m});
 }
 
 }  // namespace

@@ -1,25 +1,34 @@
 // Hierarchical all-reduce: within each host, across hosts, within each host.
 //
-// Using the communicator's Topology (patterns/hierarchy.hpp): (1) each host
-// reduces to its leader, its lowest rank, along a k-nomial tree; (2) the
-// leaders all-reduce among themselves — recursive doubling below
-// kLeaderLargeBytes, above it Rabenseifner for a power-of-two number of hosts
-// and the ring otherwise (no fold of extras); (3) each leader broadcasts the
-// result along a k-nomial tree on its host. The phases run the flat
-// algorithms on SubsetTransport views of the host's ranks and of the leaders.
+// Using the communicator's Topology (patterns/hierarchy.hpp), in one of two forms:
 //
-// Only the leader phase crosses hosts: each host sends and receives about
-// 2 (H - 1)/H of the buffer over the network once, instead of every rank doing
-// so, and the host phases use the fast local links. With one host this is a
-// reduce and a broadcast; with one rank per host it is the leader phase alone.
+// Leaders (small calls, or hosts of different sizes): (1) each host reduces to its leader,
+// its lowest rank, along a k-nomial tree; (2) the leaders all-reduce among themselves
+// (leader_algorithm); (3) each leader broadcasts the result along a k-nomial tree on its
+// host. Each host sends and receives about 2 (H - 1)/H of the buffer over the network
+// once, instead of every rank doing so.
+//
+// Stripes (from kLeaderLargeBytes, every host holding P ranks): (1) a ring reduce-scatter
+// on each host leaves its i-th rank block i of the host's sum; (2) the i-th ranks of all
+// hosts (a column) all-reduce block i among themselves; (3) a ring all-gather on each host.
+// The host's traffic crosses the network once as well, but in P streams from P ranks at
+// once, and no rank carries the host phases alone: each moves (P - 1)/P of the buffer
+// inside its host, where a leader moves all of it twice.
+//
+// The phases run the flat algorithms on SubsetTransport views of the host's ranks and of
+// the leaders or a column. With one host this is a reduce and a broadcast; with one rank per
+// host it is the leader phase alone.
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
+#include "algorithms/patterns/blocks.hpp"
 #include "algorithms/patterns/hierarchy.hpp"
 #include "algorithms/subset_transport.hpp"
 #include "algorithms/two_level.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
+#include <vector>
 
 namespace chorus::algorithms {
 namespace {
@@ -33,9 +42,48 @@ const Algorithm& leader_algorithm(std::size_t bytes, int leaders) {
                                                              : rows::allreduce_ring;
 }
 
+/// Whether every host holds the same number of ranks (the stripes need it).
+bool even_hosts(const Topology& topology) {
+  const int first = topology.ranks_on_host(0);
+  for (int h = 1; h < topology.num_hosts; ++h) {
+    if (topology.ranks_on_host(h) != first) return false;
+  }
+  return true;
+}
+
+/// The stripes form for a call of `bytes` on `topology`.
+bool striped(std::size_t bytes, const Topology& topology) {
+  return bytes >= kLeaderLargeBytes && topology.num_hosts > 1 && topology.ranks_on_host(0) > 1 &&
+         even_hosts(topology);
+}
+
+void run_stripes(const Call& args, const Context& ctx, const Topology& topology) {
+  const int rank = ctx.rank();
+  const std::vector<int> members =
+      patterns::host_members(topology, topology.host_of_rank[static_cast<std::size_t>(rank)]);
+  const int local =
+      static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
+  std::vector<int> column;
+  for (int h = 0; h < topology.num_hosts; ++h) {
+    column.push_back(patterns::host_members(topology, h)[static_cast<std::size_t>(local)]);
+  }
+  SubsetTransport host(ctx.transport, members);
+  SubsetTransport stripe(ctx.transport, column);
+  const patterns::Block own = patterns::block_of(args.count, host.size(), local);
+  void* block = element_at(args.recv, own.offset, args.dtype);
+  ring_reduce_scatter_pass(args, ctx.on(host), args.send, args.count, block);
+  Call phase = args;
+  phase.send = block;
+  phase.recv = block;
+  phase.count = own.count;
+  leader_algorithm(bytes_of(own.count, args.dtype), stripe.size()).run(phase, ctx.on(stripe));
+  ring_allgather_pass(args, ctx.on(host), args.recv, args.count);
+}
+
 void run(const Call& args, const Context& ctx) {
   if (finish_trivial_call(args, ctx)) return;
   const Topology& topology = ctx.transport.topology();
+  if (striped(bytes_of(args.count, args.dtype), topology)) return run_stripes(args, ctx, topology);
   const int rank = ctx.rank();
   SubsetTransport host(
       ctx.transport,
@@ -56,10 +104,25 @@ void run(const Call& args, const Context& ctx) {
   rows::broadcast_knomial.run(phase, ctx.on(host));
 }
 
-// Within each host a k-nomial reduce, then a broadcast; the leaders' algorithm over tcp.
-// One host, or one rank per host: it degenerates to a flat algorithm; left to those.
+// Stripes: a ring reduce-scatter and all-gather on each host; the P columns' algorithm over
+// tcp, P blocks of m / P sharing the host's links (P / tcp_links of them on each, at least 1).
+double stripes_cost(const CostInput& in) {
+  const int per_host = in.machine.max_ranks_per_host();
+  const int hosts = in.machine.num_hosts();
+  const double block = in.m() / per_host;
+  const double sharing = std::max(per_host / in.parameters.tcp_links, 1.0);
+  const Algorithm& columns = leader_algorithm(static_cast<std::size_t>(block), hosts);
+  return phase_cost(rows::reduce_scatter_ring, in, Collective::ReduceScatter, block, per_host,
+                    false) +
+         phase_cost(columns, in, Collective::AllReduce, block * sharing, hosts, true) +
+         phase_cost(rows::allgather_ring, in, Collective::AllGather, block, per_host, false);
+}
+
+// Leaders: within each host a k-nomial reduce, then a broadcast; the leaders' algorithm over
+// tcp. One host, or one rank per host: it degenerates to a flat algorithm; left to those.
 double cost(const CostInput& in) {
   if (!two_levels(in.machine)) return std::numeric_limits<double>::infinity();
+  if (striped(in.bytes, in.machine.topology)) return stripes_cost(in);
   const int per_host = in.machine.max_ranks_per_host();
   const int hosts = in.machine.num_hosts();
   const double m = in.m();
@@ -72,7 +135,9 @@ double cost(const CostInput& in) {
 
 const Algorithm rows::allreduce_hierarchical{
     .name = "hierarchical",
-    .description = "k-nomial reduce to each host's leader, leaders all-reduce, broadcast",
+    .description =
+        "on each host reduce (to the leader, or ring reduce-scatter in stripes), "
+        "across hosts all-reduce, on each host broadcast (or ring all-gather)",
     .collective = Collective::AllReduce,
     .cost = cost,
     .run = runs<run>};

@@ -26,7 +26,10 @@ void run(const Call& args, const Context& ctx) {
 double cost(const CostInput& in) {
   const Shape s = in.shape();
   const double m = in.m();
-  return message_cost(in, {2 * (s.n - 1), 2 * (s.n - 1) / s.n * m, (s.n - 1) / s.n * m});
+  // A pairwise reduce-scatter (spread over every rank), then a ring all-gather.
+  const CostTerms half{s.n - 1, (s.n - 1) / s.n * m, 0};
+  return spread_cost(in, {half.rounds, half.bytes_moved, (s.n - 1) / s.n * m}) +
+         message_cost(in, half);
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ double cost(const CostInput& in) {
   const double m = in.m();
   const double half = (s.p - 1) / s.p * m;
   const double partials = std::max(half - m / 2, 0.0);
-  return message_cost(
+  return spread_cost(
       in, {2 * s.log2p + 2 * s.f, 2 * half + 2 * s.f * m + in.extra_partial_bytes(partials),
            half + s.f * m});
 }

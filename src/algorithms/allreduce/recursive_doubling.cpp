@@ -68,9 +68,9 @@ double cost(const CostInput& in) {
   const Shape s = in.shape();
   const double m = in.m();
   const double partials = std::max(s.log2p - 1, 0.0) * m;
-  return message_cost(
-      in, {s.log2p + 2 * s.f, (s.log2p + 2 * s.f) * m + in.extra_partial_bytes(partials),
-           (s.log2p + s.f) * m});
+  return spread_cost(in,
+                     {s.log2p + 2 * s.f, (s.log2p + 2 * s.f) * m + in.extra_partial_bytes(partials),
+                      (s.log2p + s.f) * m});
 }
 
 }  // namespace

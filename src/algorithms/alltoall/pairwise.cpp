@@ -44,7 +44,7 @@ void run(const Call& args, const Context& ctx) {
 double cost(const CostInput& in) {
   const Shape s = in.shape();
   const double m = in.m();
-  return message_cost(in, {s.n - 1, (s.n - 1) * m, m});
+  return spread_cost(in, {s.n - 1, (s.n - 1) * m, m});
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ void run(const Call& args, const Context& ctx) {
 double cost(const CostInput& in) {
   const Shape s = in.shape();
   const double others = (s.n - 1) * in.m();
-  return message_cost(in, {s.n - 1, others, others});
+  return spread_cost(in, {s.n - 1, others, others});
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ double cost(const CostInput& in) {
   const double total = s.n * m;
   const double half = (s.p - 1) / s.p * total;
   const double partials = std::max(half - total / 2, 0.0);
-  return message_cost(
+  return spread_cost(
       in, {s.log2p + 2 * s.f, half + s.f * (total + m) + in.extra_partial_bytes(partials),
            half + (1 + s.f) * total});
 }

@@ -13,4 +13,5 @@ arena.alpha_us 5
 arena.beta_ns_per_byte 0.00333333
 tcp.alpha_us 10          # InfiniBand (assumed)
 tcp.beta_ns_per_byte 0.04        # 200 Gb/s = 25 GB/s per GPU
+tcp.links_per_host 8             # one port per GPU
 gamma_ns_per_byte 0.0005         # HBM2e, about 2 TB/s

@@ -13,4 +13,5 @@ arena.alpha_us 5
 arena.beta_ns_per_byte 0.00222222
 tcp.alpha_us 10
 tcp.beta_ns_per_byte 0.02        # 400 Gb/s = 50 GB/s per GPU
+tcp.links_per_host 8             # one port per GPU
 gamma_ns_per_byte 0.0003         # HBM3, about 3.3 TB/s
