@@ -56,7 +56,8 @@ TEST(TuningLog, TheFileAndEachChoiceAreExplainedAtInfo) {
   const std::string read = std::string("INFO CHORUS_TUNING_FILE ") + path +
                            " read: shm.alpha_us 4 (measured), gamma_ns_per_byte 0.5 (assumed); "
                            "built-in defaults for shm.beta_ns_per_byte, tcp.alpha_us, "
-                           "tcp.beta_ns_per_byte, arena.alpha_us, arena.beta_ns_per_byte\n";
+                           "tcp.beta_ns_per_byte, arena.alpha_us, arena.beta_ns_per_byte, "
+                           "tcp.links_per_host\n";
   EXPECT_EQ(occurrences(log, read), 1u) << log;
   // Every rank logs its first all-reduce of 8 bytes once, with the candidates' times.
   const std::string choice = "INFO allreduce of 8 bytes (bucket < 16) uses algorithm ";
