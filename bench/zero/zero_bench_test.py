@@ -7,7 +7,11 @@
 - with --budget-mib below what the strategy needs, the job fails within seconds, a rank saying
   "over the budget of N MiB", and no rank hangs.
 
-    zero_bench_test.py CHORUSRUN ZERO_BENCH
+With --gathered-peak instead: ZeRO-3 with resharding keeps at most prefetch + 1 units gathered
+(zero3.hpp), besides the GPT's embedding unit, which stays gathered from the embedding's
+forward to its gradient (the head runs it too): checked at 2 ranks, prefetch 0, 1 and 2.
+
+    zero_bench_test.py CHORUSRUN ZERO_BENCH [--gathered-peak]
 """
 import re
 import subprocess
@@ -49,9 +53,35 @@ def check_budget(chorusrun, bench, strategy, failures):
             strategy, out.returncode, out.stderr))
 
 
+def check_gathered_peak(chorusrun, bench, failures):
+    h, seq, layers = 64, 8, 4
+    block = 4 * (12 * h * h + 13 * h)  # QKV, output, two MLP matrices, biases, two norms
+    embedding = 4 * (256 * h + seq * h + 2 * h)  # tied token embedding, positions, final norm
+    for prefetch in (0, 1, 2):
+        cmd = [chorusrun, "-n", "2", "--timeout", "60", bench, "--strategy", "zero3", "--layers",
+               str(layers), "--hidden", str(h), "--seq", str(seq), "--batch", "1", "--steps", "1",
+               "--warmup", "1", "--prefetch", str(prefetch)]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            failures.append("prefetch {}: exit {}\n{}".format(prefetch, out.returncode,
+                                                              out.stderr))
+            continue
+        peak = int(dict(re.findall(r"(\w+)=(\S+)", out.stdout))["gathered_peak_bytes"])
+        bound = (prefetch + 1) * block + embedding
+        print("prefetch {}: gathered peak {} bytes, bound {} ({:.2f} blocks + the embedding)"
+              .format(prefetch, peak, bound, (peak - embedding) / block))
+        if peak > bound:
+            failures.append("prefetch {}: {} bytes gathered at once, over prefetch + 1 = {} "
+                            "blocks + the embedding unit ({} bytes)".format(
+                                prefetch, peak, prefetch + 1, bound))
+
+
 def main():
     chorusrun, bench = sys.argv[1], sys.argv[2]
     failures = []
+    if sys.argv[3:] == ["--gathered-peak"]:
+        check_gathered_peak(chorusrun, bench, failures)
+        sys.exit("\n".join(failures) if failures else 0)
     for strategy in ("ddp", "zero1", "zero2", "zero3"):
         check_memory(chorusrun, bench, strategy, failures)
     for strategy in ("ddp", "zero3"):
