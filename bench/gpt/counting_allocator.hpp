@@ -1,6 +1,7 @@
 // A CPU allocator that counts the bytes torch holds: installed through c10::SetCPUAllocator
 // in front of the allocator that was there, it forwards every allocation and keeps the bytes
-// alive now and their peak. One per process; install it before the first tensor.
+// alive now and their peak, and can refuse allocations past a limit. One per process; install
+// it before the first tensor.
 #pragma once
 
 #include <c10/core/Allocator.h>
@@ -28,8 +29,15 @@ class CountingAllocator final : public c10::Allocator {
   std::int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
   /// Restarts the peak at the bytes held now.
   void reset_peak() { peak_.store(current(), std::memory_order_relaxed); }
+  /// From now on an allocation that would raise the bytes held above `bytes` fails with a
+  /// c10::Error starting "counting allocator: over the limit"; 0: no limit.
+  void set_limit(std::int64_t bytes) { limit_.store(bytes, std::memory_order_relaxed); }
 
   c10::DataPtr allocate(std::size_t bytes) const override {
+    const std::int64_t limit = limit_.load(std::memory_order_relaxed);
+    const std::int64_t after = current() + static_cast<std::int64_t>(bytes);
+    TORCH_CHECK(limit == 0 || after <= limit, "counting allocator: over the limit: ", bytes,
+                " bytes more would hold ", after, " bytes, the limit is ", limit);
     c10::DataPtr inner = base_->allocate(bytes);
     void* data = inner.get();
     // Kernels free their scratch through raw_deleter(), so the context is the pointer itself
@@ -83,6 +91,7 @@ class CountingAllocator final : public c10::Allocator {
   mutable std::unordered_map<void*, std::size_t> sizes_;
   mutable std::atomic<std::int64_t> current_{0};
   mutable std::atomic<std::int64_t> peak_{0};
+  std::atomic<std::int64_t> limit_{0};
 };
 
 inline CountingAllocator* CountingAllocator::self = nullptr;
