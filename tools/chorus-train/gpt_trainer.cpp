@@ -1,7 +1,8 @@
 // The GPT run of chorus-train: the model split over the mesh's tp and cp groups and run as a
 // pipeline over its pp group (GptPipeline; one stage at --pp 1), its gradients summed over cp
-// and averaged over dp by the gradient reducer over the dp_cp group, samples of --seq-len + 1
-// bytes of the fortunes corpus (see gpt_trainer.hpp and docs/training.md).
+// and averaged over dp by the gradient reducer over the dp_cp group (ZeRO-1/2: reduce-scattered
+// over it, the optimizer stepping this rank's shards), samples of --seq-len + 1 bytes of the
+// fortunes corpus (see gpt_trainer.hpp and docs/training.md).
 #include "gpt_trainer.hpp"
 
 #include "gpt_moe.hpp"
@@ -15,6 +16,7 @@
 #include <chorus/train/mesh.hpp>
 #include <chorus/train/pipeline.hpp>
 #include <chorus/train/reducer.hpp>
+#include <chorus/train/zero.hpp>
 #include <chorus/train/zero3.hpp>
 
 #include <torch/torch.h>
@@ -66,6 +68,18 @@ train::ReducerOptions reducer_options(const Options& options) {
   auto reducer = sync_options<train::ReducerOptions>(options);
   reducer.autograd_hooks = false;
   return reducer;
+}
+
+/// ZeRO-1/2 over dp_cp (as the reducer: the sum over cp divided by dp). Parameters are marked
+/// ready once the step's backward and the tp sums of partial gradients have run; the ranks'
+/// parameters are equal from the layout-independent initialisation (no broadcast).
+train::ZeroOptions zero_options(const Options& options, const train::Mesh& mesh) {
+  auto zero = sync_options<train::ZeroOptions>(options);
+  zero.stage = options.zero;
+  zero.autograd_hooks = false;
+  zero.broadcast_parameters = false;
+  zero.divisor = mesh.layout().dp;
+  return zero;
 }
 
 train::PipelineGroups pipeline_groups(const train::Mesh& mesh, const Options& options) {
@@ -148,8 +162,8 @@ class GptTrainer {
         validation_(corpus_.validation, options.seq_len),
         mesh_(make_mesh(options, comm)),
         pipeline_(gpt_config(options), pipeline_groups(mesh_, options), pipeline_options(options)),
-        // Under ZeRO-3 the optimizer is Zero3's, over the unit shards.
-        optimizer_(options.zero == 3 ? nullptr : make_optimizer(options, pipeline_.parameters())),
+        // Under ZeRO the optimizer is ZeroOptimizer's or Zero3's, over the shards.
+        optimizer_(options.zero > 0 ? nullptr : make_optimizer(options, pipeline_.parameters())),
         sampler_(train_.samples(), mesh_.coordinates().dp, mesh_.layout().dp, options.seed) {
     require_argument(
         train_.samples() > 0 && validation_.samples() > 0,
@@ -163,6 +177,16 @@ class GptTrainer {
             return make_optimizer(options, std::move(shards));
           },
           zero);
+      return;
+    }
+    if (options.zero > 0) {
+      zero_ = std::make_unique<train::ZeroOptimizer>(
+          pipeline_.parameters(), mesh_.data_context(),
+          [&](std::vector<torch::Tensor> shards) {
+            return make_optimizer(options, std::move(shards));
+          },
+          zero_options(options, mesh_));
+      restore();
       return;
     }
     restore();
@@ -216,12 +240,17 @@ class GptTrainer {
            std::to_string(mesh_.layout().tp) + (c.sequence_parallel ? " (sequence parallel)" : "") +
            (mesh_.layout().cp > 1 ? " x cp " + std::to_string(mesh_.layout().cp) : "") + " x dp " +
            std::to_string(mesh_.layout().dp) + pipeline_text() + " x batch " +
-           std::to_string(options_.batch) + (zero3_ ? " (ZeRO-3)" : "") +
+           std::to_string(options_.batch) + zero_text() +
            (options_.no_sync ? ", no gradient sync over dp" : "") + "; corpus " +
            std::to_string(corpus_.train.size()) + " train bytes (" +
            std::to_string(corpus_.train_documents) + " fortunes), " +
            std::to_string(corpus_.validation.size()) + " validation bytes (" +
            std::to_string(corpus_.validation_documents) + ")";
+  }
+
+  /// " (ZeRO-Z)" under --zero Z, else "".
+  std::string zero_text() const {
+    return options_.zero > 0 ? " (ZeRO-" + std::to_string(options_.zero) + ")" : "";
   }
 
   /// " x pp P (S, v V, L blocks per stage) in M micro-batches", or what of it applies.
@@ -255,20 +284,38 @@ class GptTrainer {
     }
     const auto start = Clock::now();
     const bool alternate_skip = in_unsynced_block(options_, step_);
+    // Dropout masks: replica d's samples follow those of replicas 0..d-1 in the global batch.
+    const train::DropoutPosition position{.step = static_cast<std::uint64_t>(step_),
+                                          .first_sample = mesh_.coordinates().dp * options_.batch};
+    const auto micro_batches = train::split_micro_batches(tokens, targets, options_.micro_batches);
+    const torch::Tensor loss = zero_ ? sharded_step(micro_batches, position)
+                                     : replicated_step(micro_batches, position, !alternate_skip);
+    step_times_.push_back(
+        {std::chrono::duration<double>(Clock::now() - start).count(), !alternate_skip});
+    // Untimed: every step of --alternate-sync starts with the ranks together (as trainer.cpp).
+    if (alternate_skip) comm_.barrier();
+    if (loss.defined()) {  // the last stage's ranks (summed over cp: the whole sequence's)
+      loss_sum_ += loss.item<double>();
+      loss_steps_ += 1;
+    }
+    steps_ += 1;
+    if (holds_replica_sums() && mesh_.coordinates().pp == 0) tokens_ += tokens.numel();
+    ++step_;
+  }
+
+  /// Without ZeRO: each chunk's gradients are reduced over dp_cp (cp alone in a step without
+  /// dp sync) as soon as its last backward has run (MoE: all at the step's end), clipped over
+  /// the replicas and stepped. Returns the pipeline's loss.
+  torch::Tensor replicated_step(const std::vector<train::MicroBatch>& micro_batches,
+                                const train::DropoutPosition& position, bool synced) {
     optimizer_->zero_grad();
     if (moe_reducers_) {
       moe_reducers_->begin_step();
     } else {
-      sync_->begin_step(!options_.no_sync && !alternate_skip);
+      sync_->begin_step(!options_.no_sync && synced);
     }
-    // Each chunk's gradients are reduced over dp_cp (cp alone in a step without dp sync) as
-    // soon as its last backward has run (MoE: all at the step's end). Dropout masks: replica
-    // d's samples follow those of replicas 0..d-1 in the global batch.
-    const train::DropoutPosition position{.step = static_cast<std::uint64_t>(step_),
-                                          .first_sample = mesh_.coordinates().dp * options_.batch};
-    const torch::Tensor loss = pipeline_.forward_backward(
-        train::split_micro_batches(tokens, targets, options_.micro_batches),
-        sync_ ? sync_->reducer() : nullptr, position);
+    const torch::Tensor loss =
+        pipeline_.forward_backward(micro_batches, sync_ ? sync_->reducer() : nullptr, position);
     if (moe_reducers_) {
       moe_reducers_->finish_step();
     } else {
@@ -285,17 +332,26 @@ class GptTrainer {
                             {mesh_.tp(), mesh_.pp(), sync_->replica_group()}, kClipNorm);
     }
     optimizer_->step();
-    step_times_.push_back(
-        {std::chrono::duration<double>(Clock::now() - start).count(), !alternate_skip});
-    // Untimed: every step of --alternate-sync starts with the ranks together (as trainer.cpp).
-    if (alternate_skip) comm_.barrier();
-    if (loss.defined()) {  // the last stage's ranks (summed over cp: the whole sequence's)
-      loss_sum_ += loss.item<double>();
-      loss_steps_ += 1;
-    }
-    steps_ += 1;
-    if (holds_replica_sums() && mesh_.coordinates().pp == 0) tokens_ += tokens.numel();
-    ++step_;
+    return loss;
+  }
+
+  /// ZeRO-1/2 over dp_cp: the step's gradients (their tp partial sums taken first) are
+  /// reduce-scattered once the pipeline's backward has run, the global norm is clipped over
+  /// the shards (tp and pp placements as the model holds them), the optimizer steps this
+  /// rank's shards and the parameters are all-gathered. Returns the pipeline's loss.
+  torch::Tensor sharded_step(const std::vector<train::MicroBatch>& micro_batches,
+                             const train::DropoutPosition& position) {
+    zero_->zero_grad();
+    zero_->begin_step();
+    const torch::Tensor loss = pipeline_.forward_backward(micro_batches, nullptr, position);
+    train::all_reduce_partial_gradients(pipeline_.partial_gradient_parameters(), mesh_.tp());
+    for (const torch::Tensor& p : pipeline_.parameters()) zero_->mark_ready(p);
+    zero_->finish_step();
+    std::vector<std::vector<train::GradPlacement>> placements;
+    for (train::NormPiece& piece : pipeline_.norm_pieces()) placements.push_back(piece.placements);
+    zero_->clip_grad_norm(kClipNorm, placements, {mesh_.tp(), mesh_.pp()});
+    zero_->step();
+    return loss;
   }
 
   /// ZeRO-3 (data parallelism alone): each unit gathered around its forward and backward, its
@@ -406,26 +462,41 @@ class GptTrainer {
   }
 
   /// What a resume must match besides the model (which the checkpoint checks itself): the
-  /// optimizer and everything that decides which samples each step takes. The tp, cp and pp
-  /// degrees and the micro-batches are not recorded: a checkpoint loads at any.
+  /// optimizer and everything that decides which samples each step takes. The global batch
+  /// (--batch x dp), not dp: step s takes the same samples at any dp (the sampler deals the
+  /// epoch's order round-robin). The tp, cp, pp and dp degrees, the micro-batches and the ZeRO
+  /// stage are not recorded: a checkpoint loads at any.
   train::RunConfig run_config() const {
     train::RunConfig config = common_run_config(options_);
+    config.erase("--batch");
     config["--model"] = "gpt";
-    config["dp"] = std::to_string(mesh_.layout().dp);
+    config["global batch"] = std::to_string(options_.batch * mesh_.layout().dp);
     config["training set"] = "fortunes, " + std::to_string(corpus_.train.size()) + " bytes";
     return config;
   }
 
+  /// Collective: the optimizer's state is saved whole per parameter (ZeRO's gathered).
   void save() {
-    save_gpt_run(options_.checkpoint, share(), *optimizer_, options_.optimizer,
-                 run_state(step_, sampler_, run_config()), comm_);
+    const GptOptimizerState optimizer =
+        zero_ ? zero_optimizer_state(*zero_, options_.optimizer, step_)
+              : optimizer_state(*optimizer_, options_.optimizer, share(), step_);
+    save_gpt_run(options_.checkpoint, share(), optimizer, options_.optimizer,
+                 run_state(step_, sampler_, mesh_.layout().dp, run_config()), comm_);
   }
 
   void restore() {
     if (!options_.resume) return;
-    const auto state =
-        load_gpt_run(options_.checkpoint, share(), *optimizer_, options_.optimizer, run_config());
-    step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
+    const auto run = load_gpt_run(options_.checkpoint, share(), options_.optimizer, run_config());
+    std::optional<train::TrainingState> state;
+    if (run) {
+      state = run->state;
+      if (zero_) {
+        set_zero_optimizer_state(*zero_, options_.optimizer, run->optimizer);
+      } else {
+        set_optimizer_state(*optimizer_, options_.optimizer, share(), run->optimizer);
+      }
+    }
+    step_ = resume_position(state, options_.checkpoint, sampler_, mesh_.layout().dp, comm_);
   }
 
   GptShare share() const {
@@ -445,6 +516,7 @@ class GptTrainer {
   train::DistributedSampler sampler_;
   std::unique_ptr<train::DataParallelSync> sync_;  ///< dense models
   std::unique_ptr<MoeGradients> moe_reducers_;     ///< MoE models
+  std::unique_ptr<train::ZeroOptimizer> zero_;     ///< --zero 1|2
   std::unique_ptr<train::Zero3> zero3_;            ///< --zero 3
   std::vector<StepTime> step_times_;
   std::int64_t step_ = 0;

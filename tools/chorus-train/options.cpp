@@ -232,8 +232,8 @@ bool set_flag(Options& o, const std::string& word) {
   return true;
 }
 
-/// Refuses --ep and the routing options without --moe-experts, and E not a multiple of --ep
-/// or below --moe-top-k.
+/// Refuses --ep and the routing options without --moe-experts, E not a multiple of --ep or
+/// below --moe-top-k, and routing groups that would span cp ranks.
 void check_moe_options(const Options& o) {
   if (o.moe_experts == 0) {
     if (o.ep != 1) throw bad("--ep", std::to_string(o.ep), "needs --moe-experts");
@@ -247,6 +247,12 @@ void check_moe_options(const Options& o) {
   if (o.moe_top_k > o.moe_experts)
     throw bad("--moe-top-k", std::to_string(o.moe_top_k),
               "exceeds --moe-experts " + std::to_string(o.moe_experts));
+  const std::int64_t rows = o.seq_len / o.cp;  // a sample's tokens on one cp rank
+  const bool groups_fit = o.moe_group_tokens > 0 && rows % o.moe_group_tokens == 0;
+  if (o.cp > 1 && o.seq_len % o.cp == 0 && !groups_fit)
+    throw bad("--moe-group-tokens", std::to_string(o.moe_group_tokens),
+              "must divide the " + std::to_string(rows) + " tokens of a sample each of --cp " +
+                  std::to_string(o.cp) + " ranks holds (a routing group stays on one rank)");
   if (o.no_sync)
     throw bad("--moe-experts", std::to_string(o.moe_experts), "cannot be combined with --no-sync");
   if (o.alternate_sync > 0)
@@ -321,8 +327,9 @@ void check_zero_options(const Options& o) {
                   "which ZeRO-2 and ZeRO-3 keep only as shards)");
   }
   check_zero3_options(o);
-  if (o.model == ModelKind::Gpt && o.zero < 3) {
-    throw bad("--zero", stage, "is not supported with --model gpt (--zero 3 is)");
+  if (o.zero < 3 && o.moe_experts > 0) {  // two reducers (experts over edp) and one norm
+    throw bad("--zero", stage,
+              "cannot be combined with --moe-experts (experts are reduced over their own group)");
   }
   if (o.no_sync) throw bad("--zero", stage, "cannot be combined with --no-sync");
   if (o.alternate_sync > 0) throw bad("--zero", stage, "cannot be combined with --alternate-sync");
@@ -413,7 +420,9 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          (benchmark: the replicas drift apart)
   --zero 1|2|3           ZeRO instead of DDP: the optimizer state (1), and the
                          gradients (2), and the parameters (3) sharded over the ranks;
-                         1-2: parameters all-gathered after each step (mlp and lstm);
+                         1-2: parameters all-gathered after each step (gpt: sharded over
+                         dp x cp, with --tp, --sequence-parallel and --cp, 1 also with
+                         --pp; not with --moe-experts);
                          3: each layer (gpt: each block) gathered around its forward and
                          backward (mlp and gpt, data parallelism alone); not with --no-sync,
                          --alternate-sync or --compression; 3 not with --checkpoint or
@@ -425,15 +434,15 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          configuration at the end, each rank its shards; rank 0 checks
                          that it can write PATH before the first step (mlp/lstm: loads
                          with or without --zero at any rank count of the same global
-                         batch; gpt: also PATH.<optimizer state>; loads at any --tp, --cp
-                         and --pp)
+                         batch; gpt: also PATH.<optimizer state>; loads at any --tp, --cp,
+                         --pp, dp and --zero 0-2 of the same global batch)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint
                          was made with another --model, --hidden, --layers, --optimizer,
                          --lr, --seed, global batch (--batch x ranks) or training set
-                         (gpt: --batch, the model's --layers, --hidden, --heads,
-                         --seq-len, and dp, not tp cp or pp)
+                         (gpt: the global batch (--batch x dp), the model's --layers,
+                         --hidden, --heads and --seq-len, not tp, cp, pp or dp)
   --seed S               initial weights and data order, >= 0                   [1]
   --bucket-cap-mb M      DDP gradient bucket cap in MiB, 0.001..65536           [25]
   --compression C        gradients on the wire: none|fp16|bf16                  [none]

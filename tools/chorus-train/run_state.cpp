@@ -36,28 +36,41 @@ train::GradCompression grad_compression(Compression compression) {
   return train::GradCompression::None;
 }
 
+namespace {
+constexpr const char* kSamplerPosition = "sampler_position";
+constexpr const char* kSamplerRanks = "sampler_ranks";  ///< the rank count of a checkpoint
+}  // namespace
+
 train::TrainingState run_state(std::int64_t step, const train::DistributedSampler& sampler,
-                               train::RunConfig config) {
+                               int sampler_ranks, train::RunConfig config) {
   train::TrainingState state;
   state.step = step;
   state.epoch = static_cast<std::int64_t>(sampler.epoch());
-  state.extra["sampler_position"] = static_cast<std::int64_t>(sampler.state().position);
+  state.extra[kSamplerPosition] = static_cast<std::int64_t>(sampler.state().position);
+  state.extra[kSamplerRanks] = sampler_ranks;
   state.config = std::move(config);
   return state;
 }
 
 std::int64_t resume_position(const std::optional<train::TrainingState>& state,
                              const std::string& path, train::DistributedSampler& sampler,
-                             const Communicator& comm) {
+                             int sampler_ranks, const Communicator& comm) {
   if (!state) {
     say(comm, "no checkpoint at " + path + ": starting from scratch");
     return 0;
   }
-  const auto position = state->extra.find("sampler_position");
+  const auto position = state->extra.find(kSamplerPosition);
   require_argument(position != state->extra.end(),
                    "checkpoint " + path + " has no sampler position");
+  const auto ranks = state->extra.find(kSamplerRanks);
+  const std::int64_t taken =
+      position->second * (ranks == state->extra.end() ? sampler_ranks : ranks->second);
+  require_argument(taken % sampler_ranks == 0,
+                   "checkpoint " + path + " was saved after " + std::to_string(taken) +
+                       " samples of epoch " + std::to_string(state->epoch) + ", which " +
+                       std::to_string(sampler_ranks) + " ranks cannot share evenly");
   sampler.load_state(train::SamplerState{static_cast<std::uint64_t>(state->epoch),
-                                         static_cast<std::uint64_t>(position->second)});
+                                         static_cast<std::uint64_t>(taken / sampler_ranks)});
   say(comm, "resumed from " + path + " at step " + std::to_string(state->step));
   return state->step;
 }

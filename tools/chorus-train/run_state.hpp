@@ -44,16 +44,20 @@ SyncOptions sync_options(const Options& options) {
 }
 
 /// A checkpoint's state at `step`: the sampler's epoch and position (extra
-/// "sampler_position") and `config`.
+/// "sampler_position"), the rank count it deals the epoch to (extra "sampler_ranks") and
+/// `config`.
 train::TrainingState run_state(std::int64_t step, const train::DistributedSampler& sampler,
-                               train::RunConfig config);
+                               int sampler_ranks, train::RunConfig config);
 
 /// After a resume attempt on `path`: says "no checkpoint at PATH: starting from scratch" and
-/// returns 0 when there was none; otherwise restores the sampler's position, says "resumed
-/// from PATH at step S" and returns S. InvalidArgument when the state has no sampler position.
+/// returns 0 when there was none; otherwise restores the sampler's position (dealt to
+/// `sampler_ranks` ranks now: the same number of the epoch's samples taken as when saved,
+/// since step s takes the same samples at any rank count of the same global batch), says
+/// "resumed from PATH at step S" and returns S. InvalidArgument when the state has no sampler
+/// position or its samples taken do not split evenly over `sampler_ranks`.
 std::int64_t resume_position(const std::optional<train::TrainingState>& state,
                              const std::string& path, train::DistributedSampler& sampler,
-                             const Communicator& comm);
+                             int sampler_ranks, const Communicator& comm);
 
 /// With --alternate-sync K, whether step `step` (from 0) belongs to an unsynchronised block:
 /// steps [K, 2K), [3K, 4K), ... (never without it).

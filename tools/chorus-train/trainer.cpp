@@ -24,7 +24,6 @@ namespace chorus::train_tool {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kSamplerRanks = "sampler_ranks";  ///< the rank count of a checkpoint
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -261,8 +260,7 @@ class Trainer {
 
   /// Each rank its shards (DDP: rank 0 everything), in the one checkpoint format.
   void save() {
-    train::TrainingState state = run_state(step_, sampler_, run_config());
-    state.extra[kSamplerRanks] = comm_.size();
+    const train::TrainingState state = run_state(step_, sampler_, comm_.size(), run_config());
     train::save_sharded_checkpoint(options_.checkpoint, *task_->module(), state_, state, comm_);
   }
 
@@ -272,23 +270,7 @@ class Trainer {
     if (!options_.resume) return;
     auto state = train::resume_sharded_checkpoint(options_.checkpoint, *task_->module(), state_,
                                                   run_config(), comm_);
-    if (state) rescale_position(*state);
-    step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
-  }
-
-  /// The sampler position of a checkpoint saved at another rank count, at this one: the same
-  /// number of the epoch's samples taken.
-  void rescale_position(train::TrainingState& state) const {
-    const auto ranks = state.extra.find(kSamplerRanks);
-    const auto position = state.extra.find("sampler_position");
-    if (ranks == state.extra.end() || position == state.extra.end()) return;
-    const std::int64_t taken = position->second * ranks->second;
-    require_argument(taken % comm_.size() == 0,
-                     "checkpoint " + options_.checkpoint + " was saved after " +
-                         std::to_string(taken) + " samples of epoch " +
-                         std::to_string(state.epoch) + ", which " + std::to_string(comm_.size()) +
-                         " ranks cannot share evenly");
-    position->second = taken / comm_.size();
+    step_ = resume_position(state, options_.checkpoint, sampler_, comm_.size(), comm_);
   }
 
   void say(const std::string& line) const { train_tool::say(comm_, line); }

@@ -57,6 +57,9 @@ struct ZeroOptions {
   bool autograd_hooks = true;  ///< as ReducerOptions (false: mark_ready() only)
   /// Copies rank 0's parameters to every rank at construction (one broadcast per bucket).
   bool broadcast_parameters = true;
+  /// begin_step()'s gradient is the sum over the group divided by this; 0: the group's size
+  /// (as ReducerOptions: over a dp x cp group, dp sums the cp ranks' partial gradients).
+  std::int64_t divisor = 0;
 };
 
 /// One piece of a rank's shard, for sharded checkpoints: elements [param_offset, param_offset
@@ -124,6 +127,14 @@ class CHORUS_EXPORT ZeroOptimizer {
   /// shards are disjoint) is at most max_norm; returns the norm before. Collective (one fp64
   /// all-reduce). InvalidArgument unless max_norm > 0.
   double clip_grad_norm(double max_norm);
+  /// The same for a model split over further groups (tp, pp, ...; each orthogonal to this
+  /// optimizer's group): placements[i] says how parameter i (the constructor's order) lies
+  /// over `groups`, and each shard piece of it is counted Sharded over this group besides
+  /// (global_grad_norm's groups are `groups` then this group). Collective over every group.
+  /// InvalidArgument unless max_norm > 0 and placements has one entry of groups.size()
+  /// placements per parameter.
+  double clip_grad_norm(double max_norm, const std::vector<std::vector<GradPlacement>>& placements,
+                        const std::vector<Group>& groups);
   /// The optimizer's step on the shards, then one all-gather per bucket: every rank's
   /// parameters are the updated whole. Collective.
   void step();

@@ -33,6 +33,7 @@ ReducerOptions reducer_options(const ZeroOptions& o) {
   r.overlap_backward = o.overlap_backward;
   r.autograd_hooks = o.autograd_hooks;
   r.sharding = o.stage == 1 ? GradSharding::Keep : GradSharding::Release;
+  r.divisor = o.divisor;
   return r;
 }
 
@@ -128,9 +129,33 @@ void ZeroOptimizer::mark_ready(const at::Tensor& param) { impl_->reducer.mark_re
 void ZeroOptimizer::finish_step() { impl_->reducer.finish_step(); }
 
 double ZeroOptimizer::clip_grad_norm(double max_norm) {
+  const std::size_t count = impl_->reducer.parameters().size();
+  return clip_grad_norm(max_norm, std::vector<std::vector<GradPlacement>>(count), {});
+}
+
+// Each shard piece is a slice of a gradient shard: scaling it scales the shard in place.
+double ZeroOptimizer::clip_grad_norm(double max_norm,
+                                     const std::vector<std::vector<GradPlacement>>& placements,
+                                     const std::vector<Group>& groups) {
+  const std::size_t count = impl_->reducer.parameters().size();
+  require_argument(placements.size() == count,
+                   "ZeroOptimizer::clip_grad_norm: " + std::to_string(placements.size()) +
+                       " placements for " + std::to_string(count) + " parameters");
+  const std::vector<at::Tensor> shards = gradient_shards();
   std::vector<NormPiece> pieces;
-  for (const at::Tensor& g : gradient_shards()) pieces.push_back({g, {GradPlacement::Sharded}});
-  return train::clip_grad_norm(pieces, {impl_->group}, max_norm);
+  for (const ShardPiece& piece : shard_layout()) {
+    std::vector<GradPlacement> over = placements[piece.param];
+    require_argument(over.size() == groups.size(),
+                     "ZeroOptimizer::clip_grad_norm: parameter " + std::to_string(piece.param) +
+                         " has " + std::to_string(over.size()) + " placements for " +
+                         std::to_string(groups.size()) + " groups");
+    over.push_back(GradPlacement::Sharded);
+    pieces.push_back(
+        {shards[piece.shard].narrow(0, piece.shard_offset, piece.length), std::move(over)});
+  }
+  std::vector<Group> all = groups;
+  all.push_back(impl_->group);
+  return train::clip_grad_norm(pieces, all, max_norm);
 }
 
 // The all-gathers are in place (rank r's block of the flat buffer is its send buffer) and all

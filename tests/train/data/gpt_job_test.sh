@@ -18,7 +18,7 @@
 # alone (cp 1) continues with the uninterrupted run's losses (relative 1e-4); --cp 2 at world 3,
 # heads 4 at --cp 3, --seq-len 33 at --cp 2 and --cp without --model gpt are refused.
 # refused: world 3 with --tp 2, a missing corpus, --tp without --model gpt, a bad --dropout or
-# --recompute, and resuming with another --hidden or --batch fail before step 1 with their
+# --recompute, and resuming with another --hidden or global batch fail before step 1 with their
 # sentence; so do a --dp that does not fit the world, --batch not split by --micro-batches,
 # --pp without --model gpt and the interleaved schedule with fewer micro-batches than stages.
 # pp: 2 ranks at pp 2 (1f1b, 4 micro-batches) train, validate and print the final perplexity,
@@ -49,16 +49,6 @@ mode="$3"
 source "$(dirname "$0")/job_helpers.sh"  # also makes $work, removed on exit
 small=(--model gpt --layers 2 --hidden 32 --heads 4 --seq-len 32 --batch 8 --log-every 1
   --eval-windows 32)
-
-# same_losses A B TOLERANCE: the logs have the same steps, their losses within TOLERANCE
-# (relative).
-same_losses() {
-  [ "$(losses "$1" | wc -l)" -eq "$(losses "$2" | wc -l)" ] || fail "different step counts"
-  paste <(losses "$1") <(losses "$2") | awk -v tol="$3" '
-    { d = $2 - $4; if (d < 0) d = -d }
-    $1 != $3 || d > tol * $2 { print "step " $1 ": " $2 " vs " $4; bad = 1 }
-    END { exit bad }' || fail "losses differ beyond $3"
-}
 
 check_run() {  # log: loss fell, validation and final perplexity printed
   local log="$1"
@@ -182,7 +172,7 @@ case "$mode" in
       fail "saving run exited with $?"
     refused hidden "was made with model hidden 32, this run has model hidden 64" \
       "$train" "${small[@]}" --hidden 64 --steps 2 --checkpoint "$work/ck" --resume
-    refused batch "--batch 8, this run has --batch 4" \
+    refused batch "global batch 8, this run has global batch 4" \
       "$train" "${small[@]}" --batch 4 --steps 2 --checkpoint "$work/ck" --resume
     refused dp "--dp 3 x --tp 1 x --pp 2 is not the world of 4 ranks" \
       "$run" -n 4 --timeout 60 "$train" --model gpt --pp 2 --dp 3 --steps 2

@@ -1,5 +1,6 @@
-# Helpers of the chorus-train job tests (sourced by train_job_test.sh and gpt_job_test.sh):
-# $work, a scratch directory removed when the test exits, and the checks below.
+# Helpers of the chorus-train job tests (sourced by train_job_test.sh, gpt_job_test.sh and
+# compose_job_test.sh): $work, a scratch directory removed when the test exits, and the checks
+# below.
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -7,6 +8,16 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # Prints "step loss" for every progress line of a log.
 losses() { awk '$1 == "epoch" { print $4, $6 }' "$1"; }
+
+# same_losses A B TOLERANCE: the logs have the same steps, their losses within TOLERANCE
+# (relative).
+same_losses() {
+  [ "$(losses "$1" | wc -l)" -eq "$(losses "$2" | wc -l)" ] || fail "different step counts"
+  paste <(losses "$1") <(losses "$2") | awk -v tol="$3" '
+    { d = $2 - $4; if (d < 0) d = -d }
+    $1 != $3 || d > tol * $2 { print "step " $1 ": " $2 " vs " $4; bad = 1 }
+    END { exit bad }' || fail "losses differ beyond $3"
+}
 
 # loss_fell LOG: the log has progress lines and its last loss is below its first.
 loss_fell() {

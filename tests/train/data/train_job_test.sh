@@ -113,7 +113,8 @@ case "$mode" in
     [ "$(losses "$work/gptzero3" | wc -l)" -eq 6 ] || fail "expected 6 GPT steps at --zero 3"
     same "$work/gptddp" "$work/gptzero3" || fail "GPT --zero 3 losses differ from DDP's"
     refused zero4 "--zero '4' is not valid" "$train" --model mlp --steps 2 --zero 4
-    refused zerogpt "is not supported with --model gpt" "$train" --model gpt --steps 2 --zero 2
+    refused zerogpt "--zero '2' is not valid: cannot be combined with --pp 2" \
+      "$train" --model gpt --steps 2 --zero 2 --pp 2
     refused zeropp "--zero '3' is not valid: cannot be combined with --pp 2" \
       "$train" --model gpt --steps 2 --zero 3 --pp 2
     refused zerolstm "needs --model mlp or gpt" "$train" --model lstm --steps 2 --zero 3
