@@ -12,9 +12,11 @@
 #include <chorus/error.hpp>
 #include <chorus/train/data.hpp>
 #include <chorus/train/gpt.hpp>
+#include <chorus/train/gpt_checkpoint.hpp>
 #include <chorus/train/mesh.hpp>
 #include <chorus/train/pipeline.hpp>
 #include <chorus/train/reducer.hpp>
+#include <chorus/train/sharded_checkpoint.hpp>
 #include <chorus/train/zero3.hpp>
 
 #include <torch/torch.h>
@@ -163,6 +165,8 @@ class GptTrainer {
             return make_optimizer(options, std::move(shards));
           },
           zero);
+      zero3_state_ = train::gpt_zero3_state(pipeline_.model(), *zero3_);
+      restore();
       return;
     }
     restore();
@@ -417,12 +421,25 @@ class GptTrainer {
   }
 
   void save() {
+    if (zero3_) {  // the sharded format, the GPT checkpoint's layout
+      train::save_sharded_checkpoint(options_.checkpoint,
+                                     train::gpt_model_description(pipeline_.model().config()),
+                                     zero3_state_, run_state(step_, sampler_, run_config()), comm_);
+      return;
+    }
     save_gpt_run(options_.checkpoint, share(), *optimizer_, options_.optimizer,
                  run_state(step_, sampler_, run_config()), comm_);
   }
 
   void restore() {
     if (!options_.resume) return;
+    if (zero3_) {
+      const auto state = train::resume_sharded_checkpoint(
+          options_.checkpoint, train::gpt_model_description(pipeline_.model().config()),
+          zero3_state_, run_config(), comm_);
+      step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
+      return;
+    }
     const auto state =
         load_gpt_run(options_.checkpoint, share(), *optimizer_, options_.optimizer, run_config());
     step_ = resume_position(state, options_.checkpoint, sampler_, comm_);
@@ -446,6 +463,7 @@ class GptTrainer {
   std::unique_ptr<train::DataParallelSync> sync_;  ///< dense models
   std::unique_ptr<MoeGradients> moe_reducers_;     ///< MoE models
   std::unique_ptr<train::Zero3> zero3_;            ///< --zero 3
+  train::ShardedState zero3_state_;                ///< what ZeRO-3's checkpoints hold
   std::vector<StepTime> step_times_;
   std::int64_t step_ = 0;
   double loss_sum_ = 0;
