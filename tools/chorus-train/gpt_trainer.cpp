@@ -13,9 +13,11 @@
 #include <chorus/error.hpp>
 #include <chorus/train/data.hpp>
 #include <chorus/train/gpt.hpp>
+#include <chorus/train/gpt_checkpoint.hpp>
 #include <chorus/train/mesh.hpp>
 #include <chorus/train/pipeline.hpp>
 #include <chorus/train/reducer.hpp>
+#include <chorus/train/sharded_checkpoint.hpp>
 #include <chorus/train/zero.hpp>
 #include <chorus/train/zero3.hpp>
 
@@ -177,6 +179,8 @@ class GptTrainer {
             return make_optimizer(options, std::move(shards));
           },
           zero);
+      zero3_state_ = train::gpt_zero3_state(pipeline_.model(), *zero3_);
+      restore();
       return;
     }
     if (options.zero > 0) {
@@ -477,6 +481,12 @@ class GptTrainer {
 
   /// Collective: the optimizer's state is saved whole per parameter (ZeRO's gathered).
   void save() {
+    if (zero3_) {  // the sharded format, the GPT checkpoint's layout
+      train::save_sharded_checkpoint(
+          options_.checkpoint, train::gpt_model_description(pipeline_.model().config()),
+          zero3_state_, run_state(step_, sampler_, mesh_.layout().dp, run_config()), comm_);
+      return;
+    }
     const GptOptimizerState optimizer =
         zero_ ? zero_optimizer_state(*zero_, options_.optimizer, step_)
               : optimizer_state(*optimizer_, options_.optimizer, share(), step_);
@@ -486,6 +496,13 @@ class GptTrainer {
 
   void restore() {
     if (!options_.resume) return;
+    if (zero3_) {
+      const auto state = train::resume_sharded_checkpoint(
+          options_.checkpoint, train::gpt_model_description(pipeline_.model().config()),
+          zero3_state_, run_config(), comm_);
+      step_ = resume_position(state, options_.checkpoint, sampler_, mesh_.layout().dp, comm_);
+      return;
+    }
     const auto run = load_gpt_run(options_.checkpoint, share(), options_.optimizer, run_config());
     std::optional<train::TrainingState> state;
     if (run) {
@@ -518,6 +535,7 @@ class GptTrainer {
   std::unique_ptr<MoeGradients> moe_reducers_;     ///< MoE models
   std::unique_ptr<train::ZeroOptimizer> zero_;     ///< --zero 1|2
   std::unique_ptr<train::Zero3> zero3_;            ///< --zero 3
+  train::ShardedState zero3_state_;                ///< what ZeRO-3's checkpoints hold
   std::vector<StepTime> step_times_;
   std::int64_t step_ = 0;
   double loss_sum_ = 0;

@@ -114,6 +114,10 @@ const std::map<std::string, Setter>& valued_options() {
               {{"none", [](Parsed& p) { p.options.compression = Compression::None; }},
                {"fp16", [](Parsed& p) { p.options.compression = Compression::Fp16; }},
                {"bf16", [](Parsed& p) { p.options.compression = Compression::Bf16; }}})},
+      {"--mixed-precision",
+       choice("--mixed-precision",
+              {{"bf16", [](Parsed& p) { p.options.mixed_precision = Precision::Bf16; }},
+               {"fp16", [](Parsed& p) { p.options.mixed_precision = Precision::Fp16; }}})},
       {"--epochs", small_integer(&Options::epochs, "--epochs", 1, 1000000)},
       {"--batch",
        [](Parsed& p, const std::string& v) { p.batch = to_int("--batch", v, 1, 1 << 20); }},
@@ -307,12 +311,24 @@ void check_zero3_options(const Options& o) {
   if (o.dropout != 0) {
     throw bad("--zero", "3", "cannot be combined with --dropout " + number_text(o.dropout));
   }
-  if (!o.checkpoint.empty()) {
-    throw bad("--zero", "3", "cannot be combined with --checkpoint (no ZeRO-3 checkpoints yet)");
-  }
   if (o.moe_experts > 0) {
     throw bad("--zero", "3",
               "cannot be combined with --moe-experts (experts are reduced over their own group)");
+  }
+}
+
+/// Refuses --mixed-precision without ZeRO (the fp32 masters are ZeRO's shards) and with the
+/// models that compute in their own type.
+void check_mixed_precision(const Options& o) {
+  if (o.mixed_precision == Precision::Fp32) return;
+  const std::string type = o.mixed_precision == Precision::Bf16 ? "bf16" : "fp16";
+  if (o.zero == 0) {
+    throw bad("--mixed-precision", type, "needs --zero 1|2|3 (the fp32 masters are its shards)");
+  }
+  if (o.model != ModelKind::Mlp) {
+    throw bad("--mixed-precision", type,
+              std::string("needs --model mlp (the ") +
+                  (o.model == ModelKind::Gpt ? "GPT" : "LSTM") + " computes in fp32)");
   }
 }
 
@@ -349,6 +365,7 @@ Options finish(Parsed parsed) {
   o.optimizer = parsed.optimizer.value_or(mlp ? OptimizerKind::Sgd : OptimizerKind::Adam);
   check_gpt_options(o);
   check_zero_options(o);
+  check_mixed_precision(o);
   if (o.virtual_stages == 0) o.virtual_stages = o.schedule == "interleaved" ? 2 : 1;
   o.lr = parsed.lr.value_or(o.optimizer == OptimizerKind::Sgd ? 0.05 : 0.003);
   if (o.alternate_sync > 0 && o.no_sync) {
@@ -425,8 +442,10 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          --pp; not with --moe-experts);
                          3: each layer (gpt: each block) gathered around its forward and
                          backward (mlp and gpt, data parallelism alone); not with --no-sync,
-                         --alternate-sync or --compression; 3 not with --checkpoint or
-                         --moe-experts
+                         --alternate-sync or --compression; 3 not with --moe-experts
+  --mixed-precision T    with --zero (mlp): bf16|fp16 copies of the parameters compute,
+                         and the gradients and parameters travel, in T; the optimizer
+                         steps fp32 master shards (fp16 computes through fp32 copies)
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --no-overlap           all-reduce every bucket after backward, none from the gradient
                          hooks (DdpOptions::overlap_backward = false)
@@ -435,7 +454,8 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          that it can write PATH before the first step (mlp/lstm: loads
                          with or without --zero at any rank count of the same global
                          batch; gpt: also PATH.<optimizer state>; loads at any --tp, --cp,
-                         --pp, dp and --zero 0-2 of the same global batch)
+                         --pp, dp and --zero 0-2 of the same global batch; gpt --zero 3:
+                         sharded, loads under --zero 3)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint

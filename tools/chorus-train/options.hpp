@@ -10,6 +10,7 @@ enum class ModelKind { Mlp, Lstm, Gpt };
 enum class OptimizerKind { Sgd, Adam };
 enum class Compression { None, Fp16, Bf16 };
 enum class Recomputation { None, Selective, Full };  ///< train::Recompute, without torch
+enum class Precision { Fp32, Bf16, Fp16 };           ///< the compute type (--mixed-precision)
 
 /// What parse_options returns: every value checked and every default resolved (--hidden,
 /// --optimizer and --lr have defaults that depend on the model and the optimizer).
@@ -25,6 +26,8 @@ struct Options {
   bool no_sync = false;  ///< --no-sync: same compute, gradients not synchronised
   /// --zero 1|2|3: ZeRO stage (optimizer state; at 2 gradients; at 3 parameters); 0 = DDP
   int zero = 0;
+  /// --mixed-precision bf16|fp16 (with --zero): compute copies of that type, fp32 master shards
+  Precision mixed_precision = Precision::Fp32;
   /// --alternate-sync K: blocks of K synchronised steps alternate with blocks of K steps that
   /// skip synchronisation (each followed by an untimed barrier), in the same processes; the
   /// summary gives both medians (0 = off).

@@ -14,7 +14,8 @@ constexpr double kPixelStd = 0.3530;
 /// 784 -> hidden (x layers, ReLU) -> 10.
 class MlpTask : public Task {
  public:
-  explicit MlpTask(const Options& options) : hidden_(options.hidden), layers_(options.layers) {
+  explicit MlpTask(const Options& options)
+      : hidden_(options.hidden), layers_(options.layers), compute_(mixed_precision(options)) {
     const std::string dir = train::default_fashion_mnist_dir();
     train_ = to_tensors(train::load_fashion_mnist(dir, true));
     test_ = to_tensors(train::load_fashion_mnist(dir, false));
@@ -48,7 +49,7 @@ class MlpTask : public Task {
     auto pixels = split.input.index_select(0, index).to(torch::kFloat32).div_(255.0);
     return {pixels.sub_(kPixelMean).div_(kPixelStd), split.target.index_select(0, index)};
   }
-  torch::Tensor forward(const torch::Tensor& input) override { return net_->forward(input); }
+  torch::Tensor forward(const torch::Tensor& input) override { return run(input, nullptr); }
   std::vector<std::vector<std::size_t>> zero3_units() const override {
     std::vector<std::vector<std::size_t>> units;
     std::size_t index = 0;
@@ -61,18 +62,33 @@ class MlpTask : public Task {
     return units;
   }
   torch::Tensor forward_sharded(const torch::Tensor& input, train::Zero3& zero) override {
-    torch::Tensor x = input;
+    return run(input, &zero);
+  }
+  double clip_norm() const override { return 0.0; }
+
+  /// The layers in turn, each Linear through zero.run_unit when sharded.
+  torch::Tensor run(torch::Tensor x, train::Zero3* zero) {
     std::size_t unit = 0;
     for (auto& layer : *net_) {
-      if (layer.ptr()->parameters().empty()) {
+      auto* linear = layer.ptr()->as<torch::nn::LinearImpl>();
+      if (linear == nullptr) {
         x = layer.forward(x);
         continue;
       }
-      x = zero.run_unit(unit++, x, [&layer](const torch::Tensor& h) { return layer.forward(h); });
+      const auto body = [&](const torch::Tensor& h) { return linear_forward(*linear, h); };
+      x = zero ? zero->run_unit(unit++, x, body) : body(x);
     }
     return x;
   }
-  double clip_norm() const override { return 0.0; }
+
+  /// A Linear on fp32 input and output, computed in the parameters' type: fp32, bf16, or for
+  /// fp16 (which torch 1.13 cannot multiply on CPU) through fp32 copies of the parameters.
+  torch::Tensor linear_forward(torch::nn::LinearImpl& linear, const torch::Tensor& x) const {
+    if (!compute_) return linear.forward(x);
+    if (*compute_ == torch::kBFloat16) return linear.forward(x.to(*compute_)).to(torch::kFloat);
+    return torch::nn::functional::linear(x, linear.weight.to(torch::kFloat),
+                                         linear.bias.to(torch::kFloat));
+  }
 
   static torch::Tensor index_tensor(const std::vector<std::size_t>& indices) {
     std::vector<std::int64_t> values(indices.begin(), indices.end());
@@ -94,6 +110,7 @@ class MlpTask : public Task {
 
   std::int64_t hidden_;
   int layers_;
+  std::optional<torch::ScalarType> compute_;  ///< --mixed-precision (nullopt: fp32)
   torch::nn::Sequential net_;
   Batch train_;
   Batch test_;
@@ -167,6 +184,18 @@ class LstmTask : public Task {
 };
 
 }  // namespace
+
+std::optional<torch::ScalarType> mixed_precision(const Options& options) {
+  switch (options.mixed_precision) {
+    case Precision::Bf16:
+      return torch::kBFloat16;
+    case Precision::Fp16:
+      return torch::kHalf;
+    case Precision::Fp32:
+      break;
+  }
+  return std::nullopt;
+}
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options,
                                                         std::vector<torch::Tensor> parameters) {

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ class Task {
 /// Builds the task `options.model` selects; weights drawn from torch's generator, which the
 /// caller seeds. Loads the data from the Debian packages (see include/chorus/train/data.hpp).
 std::unique_ptr<Task> make_task(const Options& options);
+
+/// --mixed-precision as ZeRO's compute type (nullopt: fp32).
+std::optional<torch::ScalarType> mixed_precision(const Options& options);
 
 /// The optimizer `options` selects (--optimizer, --lr) over `parameters`.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options,

@@ -51,12 +51,15 @@ class Trainer {
     const auto over_shards = [&](std::vector<torch::Tensor> shards) {
       return make_optimizer(options, std::move(shards));
     };
-    if (options_.zero == 3) {  // no checkpoints (the options refuse --checkpoint)
+    if (options_.zero == 3) {
       train::Zero3Options zero;
       zero.overlap_backward = options_.overlap;
+      zero.mixed_precision = mixed_precision(options_);
       zero3_ =
           std::make_unique<train::Zero3>(task_->module()->parameters(), task_->zero3_units(),
                                          train::Group{comm_, "dp", nullptr}, over_shards, zero);
+      state_ = train::zero3_state(*zero3_, parameters);
+      restore();
       return;
     }
     if (options_.zero > 0) {
@@ -154,6 +157,7 @@ class Trainer {
   train::ZeroOptions zero_options() const {
     auto zero = sync_options<train::ZeroOptions>(options_);
     zero.stage = options_.zero;
+    zero.mixed_precision = mixed_precision(options_);
     return zero;
   }
 

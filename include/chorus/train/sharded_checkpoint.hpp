@@ -1,6 +1,6 @@
 // Checkpoints of sharded training state (ZeRO's, DDP's, one rank's) in the one checkpoint format
 // (checkpoint_format.hpp), so that a job saved by one strategy at one dp size resumes under any
-// other: ZeRO-1/2 at another dp size, DDP, one rank (docs/parallel.md, "Sharded checkpoints").
+// other: ZeRO-1/2/3 at another dp size, DDP, one rank (docs/parallel.md, "Sharded checkpoints").
 //
 // A rank describes what it holds as a ShardedState: the model's parameters (logical pieces:
 // name, global shape, dtype, the placements of the rank's local tensor, e.g. a tp shard), the
@@ -42,6 +42,8 @@
 
 namespace chorus::train {
 
+class GptModel;
+class Zero3;
 class ZeroOptimizer;
 
 /// Elements [holder_offset, holder_offset + length) of the flattening of holder `holder` are
@@ -87,6 +89,18 @@ CHORUS_EXPORT ShardedState replicated_state(torch::optim::Optimizer& optimizer,
 /// InvalidArgument naming the index of a trained parameter none of `parameters` is.
 CHORUS_EXPORT ShardedState zero_state(ZeroOptimizer& zero, std::vector<TensorPiece> parameters);
 
+/// ZeRO-3's state: as zero_state with Zero3's unit shards; the parameters' data is left
+/// undefined (the rank holds only its spans; a load fills the shards, which the next forward
+/// gathers). Load between steps (after finish_step and step), not while a unit is gathered.
+CHORUS_EXPORT ShardedState zero3_state(Zero3& zero, std::vector<TensorPiece> parameters);
+
+/// ZeRO-3's state of the GPT model `zero` was built over (gpt_units(model)), in the GPT
+/// checkpoint layout (gpt_checkpoint.hpp: logical names, the unsharded QKV order, tp
+/// placements), so that the parameters and moments are saved as every GPT layout names them.
+/// A span of the model's local layout that the saved layout reorders (QKV) becomes one span
+/// per contiguous run. InvalidArgument as zero3_state.
+CHORUS_EXPORT ShardedState gpt_zero3_state(const GptModel& model, Zero3& zero);
+
 /// This rank's pieces of `state` (see the file comment). InvalidArgument for an optimizer other
 /// than SGD, Adam or AdamW, or a span outside its parameter or holder.
 CHORUS_EXPORT std::vector<TensorPiece> sharded_state_pieces(const ShardedState& state);
@@ -106,11 +120,28 @@ CHORUS_EXPORT void save_sharded_checkpoint(const std::string& path, torch::nn::M
 CHORUS_EXPORT TrainingState load_sharded_checkpoint(const std::string& path,
                                                     torch::nn::Module& model, ShardedState& state);
 
+/// For a model that is no torch module (the GPT): `state` holds every tensor saved, and `model`
+/// describes it (e.g. gpt_model_description; it must not name an "optimizer"); a load compares
+/// the description first. Otherwise as the Module forms above.
+CHORUS_EXPORT void save_sharded_checkpoint(const std::string& path, const RunConfig& model,
+                                           const ShardedState& state, const TrainingState& training,
+                                           const chorus::Communicator& comm);
+/// InvalidArgument "checkpoint ck was saved from a model with hidden 24, this model has hidden
+/// 16" when the descriptions differ, "checkpoint ck holds x, which the model does not have" for
+/// a saved tensor none of the state's parameters is; then as the Module form.
+CHORUS_EXPORT TrainingState load_sharded_checkpoint(const std::string& path, const RunConfig& model,
+                                                    ShardedState& state);
+
 /// Collective: resume_checkpoint's protocol (nullopt when rank 0 finds no file; the config
 /// compared on every rank first; any rank's failure thrown on every rank, nothing changed by a
 /// refused configuration) with load_sharded_checkpoint.
 CHORUS_EXPORT std::optional<TrainingState> resume_sharded_checkpoint(
     const std::string& path, torch::nn::Module& model, ShardedState& state, const RunConfig& config,
+    const chorus::Communicator& comm);
+
+/// The same for a model described by `model` (the RunConfig forms above).
+CHORUS_EXPORT std::optional<TrainingState> resume_sharded_checkpoint(
+    const std::string& path, const RunConfig& model, ShardedState& state, const RunConfig& config,
     const chorus::Communicator& comm);
 
 }  // namespace chorus::train

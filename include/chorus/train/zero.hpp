@@ -22,6 +22,16 @@
 // Adam (K = 8 bytes of state per element): stage 1 4Ψ parameters + 4Ψ gradients + 8Ψ/d state;
 // stage 2 4Ψ + 4Ψ/d + 8Ψ/d (Ψ counted with the padding, at most d - 1 elements per bucket).
 //
+// Mixed precision (ZeroOptions::mixed_precision = bf16 or fp16; the parameters must be fp32):
+// the parameters become compute copies of that type (the model computes, the gradients are
+// reduce-scattered and the parameters all-gathered in it), and the optimizer is built over
+// fp32 master shards (block r of each bucket, rank 0's fp32 values at construction). step()
+// upcasts the half gradient shards into the masters' gradients (freed after the step), steps
+// them and rounds them into the half shards before the all-gathers. Memory per rank, Adam
+// (PARALLEL.md section 3's mixed-precision lines, K = 12 with the masters): stage 1 2Ψ + 2Ψ +
+// 12Ψ/d, stage 2 2Ψ + 2Ψ/d + 12Ψ/d. torch 1.13 has no fp16 matrix products on CPU: an fp16
+// model computes through fp32 copies of its parameters (autograd casts the gradients back).
+//
 // This header only forward-declares torch's optimizer. Errors are chorus::Error:
 // InvalidArgument for bad parameters or options, InvalidUsage for calls out of order.
 #pragma once
@@ -36,6 +46,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +71,8 @@ struct ZeroOptions {
   /// begin_step()'s gradient is the sum over the group divided by this; 0: the group's size
   /// (as ReducerOptions: over a dp x cp group, dp sums the cp ranks' partial gradients).
   std::int64_t divisor = 0;
+  /// Mixed precision (see the header comment): at::kBFloat16 or at::kHalf; nullopt: off.
+  std::optional<at::ScalarType> mixed_precision;
 };
 
 /// One piece of a rank's shard, for sharded checkpoints: elements [param_offset, param_offset
@@ -143,17 +156,21 @@ class CHORUS_EXPORT ZeroOptimizer {
   torch::optim::Optimizer& optimizer();
   const GradientReducer& reducer() const;
   int stage() const;
-  /// This rank's shards, one per bucket (launch order): parameters and reduced gradients.
+  /// This rank's shards, one per bucket (launch order): parameters (with mixed precision the
+  /// fp32 masters, the optimizer's) and reduced gradients (the compute type's).
   std::vector<at::Tensor> parameter_shards() const;
   std::vector<at::Tensor> gradient_shards() const;
 
   /// Where this rank's shards lie in the parameters (shard k is parameter_shards()[k]); see
   /// ShardPiece.
   std::vector<ShardPiece> shard_layout() const;
+  /// Every trained parameter's value as the optimizer's shards hold it (with mixed precision the
+  /// fp32 masters), whole: one all-gather per bucket, copies. Collective.
+  std::vector<at::Tensor> master_parameters();
 
   /// Bytes this rank holds now (tensor sizes, padding included).
   struct Memory {
-    std::int64_t parameters = 0;       ///< the flat parameter buffers
+    std::int64_t parameters = 0;       ///< the flat parameter buffers (and the fp32 masters)
     std::int64_t gradients = 0;        ///< GradientReducer::gradient_bytes()
     std::int64_t optimizer_state = 0;  ///< the optimizer's state tensors
   };

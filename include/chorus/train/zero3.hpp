@@ -37,6 +37,16 @@
 // shards + 8Ψ/d optimizer state = 16Ψ/d between steps (Ψ with the units' padding), plus during
 // a step the units gathered (at most prefetch + 1 with resharding) and one unit's gradients.
 //
+// Mixed precision (Zero3Options::mixed_precision = bf16 or fp16; the parameters must be fp32):
+// each rank keeps its block of every unit twice, as the fp32 master (the optimizer's) and as
+// its rounding to the half type, which the all-gathers send; the gathered parameters, their
+// gradients and the reduce-scatters are in the half type; step() upcasts the gradient shards
+// into the masters' gradients (freed after the step) and rounds the stepped masters into the
+// half blocks. Memory per rank, Adam: 4Ψ/d masters + 2Ψ/d half blocks + 2Ψ/d gradient shards +
+// 8Ψ/d state = 16Ψ/d (PARALLEL.md's mixed-precision ZeRO-3 line), the gathered units in the
+// half type. torch 1.13 has no fp16 matrix products on CPU: an fp16 unit computes through fp32
+// copies of its parameters (autograd casts the gradients back).
+//
 // Errors are chorus::Error: InvalidArgument for bad parameters, units or options (all checked
 // before anything is changed, the same on every rank), InvalidUsage for calls out of order.
 #pragma once
@@ -50,6 +60,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace chorus::train {
@@ -67,6 +78,8 @@ struct Zero3Options {
   bool overlap_backward = true;  ///< reduce-scatters start as units' backwards end
   /// Copies rank 0's parameters to every rank at construction (one broadcast per unit).
   bool broadcast_parameters = true;
+  /// Mixed precision (see the header comment): at::kBFloat16 or at::kHalf; nullopt: off.
+  std::optional<at::ScalarType> mixed_precision;
 };
 
 class CHORUS_EXPORT Zero3 {
@@ -105,19 +118,23 @@ class CHORUS_EXPORT Zero3 {
   /// Every parameter's whole value, copied (one all-gather per unit, the units not left
   /// gathered): for evaluation and comparison. Collective.
   std::vector<at::Tensor> full_parameters();
+  /// The same from the optimizer's shards (with mixed precision the fp32 masters). Collective.
+  std::vector<at::Tensor> master_parameters();
 
   torch::optim::Optimizer& optimizer();
   const GradientReducer& reducer() const;
-  /// Each unit's layout (params, offsets, numel, padded_numel, type), in unit order.
+  /// Each unit's layout (params, offsets, numel, padded_numel, type: the gathered type), in
+  /// unit order.
   const std::vector<BucketLayout>& unit_layouts() const;
-  /// This rank's shards, one per unit: parameters (the optimizer's) and reduced gradients.
+  /// This rank's shards, one per unit: parameters (the optimizer's: with mixed precision the
+  /// fp32 masters) and reduced gradients (in the units' type).
   std::vector<at::Tensor> parameter_shards() const;
   std::vector<at::Tensor> gradient_shards() const;
   /// Where this rank's shards lie in the parameters (shard k is unit k's); see ShardPiece.
   std::vector<ShardPiece> shard_layout() const;
 
   struct Memory {
-    std::int64_t parameters = 0;  ///< the shards plus the units gathered now
+    std::int64_t parameters = 0;  ///< the shards (masters and half blocks), the units gathered
     std::int64_t gradients = 0;   ///< GradientReducer::gradient_bytes()
     std::int64_t optimizer_state = 0;
     /// The most gathered-unit bytes alive at once since construction or reset_peak().

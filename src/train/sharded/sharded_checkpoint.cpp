@@ -5,6 +5,7 @@
 // reads them all with one load_tensor_checkpoint (which checks and reads everything before it
 // returns), checks that each holder's spans agree on their step, and only then assigns.
 #include "../checkpoint/save.hpp"
+#include "../checkpoint/settings.hpp"
 #include "../checkpoint_checks.hpp"
 #include "sharded_state.hpp"
 
@@ -13,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <set>
 
 namespace chorus::train {
@@ -22,12 +24,13 @@ constexpr const char* kArchiveTensor = "optimizer.torch";  // save_checkpoint's 
 
 bool is_optimizer_tensor(const std::string& name) { return name.rfind("optimizer/", 0) == 0; }
 
-/// The module's tensors the state does not hold (buffers, untrained parameters), by name.
-std::vector<std::pair<std::string, at::Tensor>> other_tensors(torch::nn::Module& model,
-                                                              const ShardedState& s) {
+/// Tensors a ShardedState does not hold (a module's buffers, its untrained parameters), by name.
+using OtherTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+OtherTensors other_tensors(torch::nn::Module& model, const ShardedState& s) {
   std::set<std::string> held;
   for (const TensorPiece& p : s.parameters) held.insert(p.name);
-  std::vector<std::pair<std::string, at::Tensor>> out;
+  OtherTensors out;
   for (const auto& p : model.named_parameters())
     if (held.count(p.key()) == 0) out.emplace_back(p.key(), p.value().detach());
   for (const auto& b : model.named_buffers()) out.emplace_back(b.key(), b.value().detach());
@@ -164,25 +167,24 @@ Error refused(const Error& e) {
   return Error(e.status(), "load_sharded_checkpoint: " + std::string(e.what()));
 }
 
-}  // namespace
-
-void save_sharded_checkpoint(const std::string& path, torch::nn::Module& model,
-                             const ShardedState& state, const TrainingState& training,
-                             const chorus::Communicator& comm) {
+/// Collective: saves `state`'s pieces and `others` (replicated, written once) with `training`
+/// and `description` plus the optimizer's type.
+void save_state(const std::string& path, const ShardedState& state, RunConfig description,
+                const std::function<OtherTensors()>& others, const TrainingState& training,
+                const chorus::Communicator& comm) {
   std::vector<TensorPiece> pieces;
-  CheckpointHeader header{training, {}};
+  CheckpointHeader header{training, std::move(description)};
   std::optional<Error> failure = detail::failure_of(
       [&] {
         pieces = sharded_state_pieces(state);
-        for (const auto& [name, t] : other_tensors(model, state)) {
+        for (const auto& [name, t] : others()) {
           pieces.push_back({name,
                             t.sizes().vec(),
                             t.scalar_type(),
                             {Placement::replicate(state.mesh_dim, state.index, state.count)},
                             t});
         }
-        header.model = {{"modules", detail::module_names(model)},
-                        {"optimizer", detail::optimizer_type(*state.optimizer)}};
+        header.model["optimizer"] = detail::optimizer_type(*state.optimizer);
       },
       Status::SystemError);
   if (failure) {
@@ -193,28 +195,32 @@ void save_sharded_checkpoint(const std::string& path, torch::nn::Module& model,
   detail::save_pieces("save_sharded_checkpoint", path, pieces, header, comm);
 }
 
-TrainingState load_sharded_checkpoint(const std::string& path, torch::nn::Module& model,
-                                      ShardedState& state) {
+/// The names of the saved tensors that are not optimizer state; refuses save_checkpoint's
+/// archive format.
+std::vector<std::string> saved_tensors(const std::string& path, const CheckpointListing& listing) {
+  std::vector<std::string> saved;
+  for (const SavedTensor& t : listing.tensors) {
+    require_argument(t.name != kArchiveTensor,
+                     "checkpoint " + path +
+                         " holds the optimizer's state as one torch archive (save_checkpoint's);"
+                         " load it with load_checkpoint");
+    if (!is_optimizer_tensor(t.name)) saved.push_back(t.name);
+  }
+  return saved;
+}
+
+/// Local: `check_model` (on the listing) first, then the optimizer type, every piece read, and
+/// only then `others` and the state assigned.
+TrainingState load_state(const std::string& path, ShardedState& state, OtherTensors others,
+                         const std::function<void(const CheckpointListing&)>& check_model) {
   const CheckpointListing listing = read_tensor_checkpoint(path);
   StateLoad load;
-  std::vector<std::pair<std::string, at::Tensor>> others;
   std::vector<std::optional<detail::SlotValues>> slots;
   try {
-    std::vector<std::string> saved, ours;
-    for (const SavedTensor& t : listing.tensors) {
-      require_argument(t.name != kArchiveTensor,
-                       "checkpoint " + path +
-                           " holds the optimizer's state as one torch archive (save_checkpoint's);"
-                           " load it with load_checkpoint");
-      if (!is_optimizer_tensor(t.name)) saved.push_back(t.name);
-    }
-    for (const auto& p : model.named_parameters()) ours.push_back(p.key());
-    for (const auto& b : model.named_buffers()) ours.push_back(b.key());
-    detail::check_structure(listing.header.model, detail::module_names(model), saved, ours, path);
+    check_model(listing);
     detail::check_optimizer_type(listing.header.model, *state.optimizer, path);
     load = plan_load(path, listing, state);
     const std::size_t first_other = load.targets.size();
-    others = other_tensors(model, state);
     for (const auto& [name, t] : others) {
       load.targets.push_back({name, t.sizes().vec(), t.scalar_type(), {}, {}});
     }
@@ -232,9 +238,70 @@ TrainingState load_sharded_checkpoint(const std::string& path, torch::nn::Module
   return listing.header.state;
 }
 
+}  // namespace
+
+void save_sharded_checkpoint(const std::string& path, torch::nn::Module& model,
+                             const ShardedState& state, const TrainingState& training,
+                             const chorus::Communicator& comm) {
+  save_state(
+      path, state, {{"modules", detail::module_names(model)}},
+      [&] { return other_tensors(model, state); }, training, comm);
+}
+
+void save_sharded_checkpoint(const std::string& path, const RunConfig& model,
+                             const ShardedState& state, const TrainingState& training,
+                             const chorus::Communicator& comm) {
+  require_argument(model.count("optimizer") == 0,
+                   "save_sharded_checkpoint: the model description names an \"optimizer\", "
+                   "which the checkpoint records itself");
+  save_state(
+      path, state, model, [] { return OtherTensors{}; }, training, comm);
+}
+
+TrainingState load_sharded_checkpoint(const std::string& path, torch::nn::Module& model,
+                                      ShardedState& state) {
+  return load_state(path, state, other_tensors(model, state), [&](const CheckpointListing& l) {
+    std::vector<std::string> ours;
+    for (const auto& p : model.named_parameters()) ours.push_back(p.key());
+    for (const auto& b : model.named_buffers()) ours.push_back(b.key());
+    detail::check_structure(l.header.model, detail::module_names(model), saved_tensors(path, l),
+                            ours, path);
+  });
+}
+
+// The description first (a checkpoint of another model names what differs), then every saved
+// tensor must be one of the state's parameters.
+TrainingState load_sharded_checkpoint(const std::string& path, const RunConfig& model,
+                                      ShardedState& state) {
+  return load_state(path, state, {}, [&](const CheckpointListing& l) {
+    RunConfig saved = l.header.model;
+    require_argument(saved.erase("optimizer") == 1,
+                     "checkpoint " + path +
+                         " records no optimizer type (it was not written by "
+                         "save_sharded_checkpoint)");
+    const auto [before, now] = detail::differing_settings(saved, model);
+    require_argument(before.empty(), "checkpoint " + path + " was saved from a model with " +
+                                         before + ", this model has " + now);
+    std::set<std::string> ours;
+    for (const TensorPiece& p : state.parameters) ours.insert(p.name);
+    for (const std::string& name : saved_tensors(path, l)) {
+      require_argument(ours.count(name) > 0,
+                       "checkpoint " + path + " holds " + name + ", which the model does not have");
+    }
+  });
+}
+
 std::optional<TrainingState> resume_sharded_checkpoint(const std::string& path,
                                                        torch::nn::Module& model,
                                                        ShardedState& state, const RunConfig& config,
+                                                       const chorus::Communicator& comm) {
+  return detail::resume_with(path, config, comm,
+                             [&] { return load_sharded_checkpoint(path, model, state); });
+}
+
+std::optional<TrainingState> resume_sharded_checkpoint(const std::string& path,
+                                                       const RunConfig& model, ShardedState& state,
+                                                       const RunConfig& config,
                                                        const chorus::Communicator& comm) {
   return detail::resume_with(path, config, comm,
                              [&] { return load_sharded_checkpoint(path, model, state); });

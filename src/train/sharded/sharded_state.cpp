@@ -5,9 +5,11 @@
 #include <chorus/error.hpp>
 #include <chorus/train/sharded_checkpoint.hpp>
 #include <chorus/train/zero.hpp>
+#include <chorus/train/zero3.hpp>
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace chorus::train {
@@ -87,15 +89,18 @@ ShardedState replicated_state(torch::optim::Optimizer& optimizer,
   return s;
 }
 
-// Rank r's holder b is block r of bucket b (chunk = padded_numel / d elements); a parameter at
-// offset o of the bucket with n elements overlaps it in
-// [max(o, r·chunk), min(o + n, (r+1)·chunk)).
-ShardedState zero_state(ZeroOptimizer& zero, std::vector<TensorPiece> parameters) {
-  const GradientReducer& reducer = zero.reducer();
+namespace {
+
+/// The state of a sharded optimizer over `holders` whose pieces are `layout` (ZeroOptimizer's or
+/// Zero3's shard_layout()): `parameters` matched by identity to the reducer's trained tensors
+/// and reordered like them, one span per piece.
+ShardedState flat_state(const std::string& who, const GradientReducer& reducer,
+                        torch::optim::Optimizer& optimizer, std::vector<at::Tensor> holders,
+                        const std::vector<ShardPiece>& layout,
+                        const std::vector<TensorPiece>& parameters) {
   const Group& group = reducer.group();
-  ShardedState s{
-      {},   &zero.optimizer(), zero.parameter_shards(), {}, group.name, group.rank(), group.size(),
-      false};
+  ShardedState s{{},         &optimizer,   std::move(holders), {},
+                 group.name, group.rank(), group.size(),       false};
   std::unordered_map<const void*, std::size_t> named;
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     named.emplace(parameters[i].data.unsafeGetTensorImpl(), i);
@@ -103,24 +108,64 @@ ShardedState zero_state(ZeroOptimizer& zero, std::vector<TensorPiece> parameters
   const std::vector<at::Tensor>& trained = reducer.parameters();
   for (std::size_t k = 0; k < trained.size(); ++k) {
     const auto it = named.find(trained[k].unsafeGetTensorImpl());
-    require_argument(it != named.end(), "zero_state: the optimizer's parameter " +
-                                            std::to_string(k) +
+    require_argument(it != named.end(), who + ": the optimizer's parameter " + std::to_string(k) +
                                             " is none of the named parameters given");
     s.parameters.push_back(parameters[it->second]);
   }
-  const std::vector<BucketLayout> layouts = reducer.bucket_layouts();
-  for (std::size_t b = 0; b < layouts.size(); ++b) {
-    const std::int64_t chunk = layouts[b].padded_numel / group.size();
-    const std::int64_t first = chunk * group.rank(), last = first + chunk;
-    for (std::size_t j = 0; j < layouts[b].params.size(); ++j) {
-      const std::size_t k = layouts[b].params[j];
-      const std::int64_t start = layouts[b].offsets[j];
-      const std::int64_t from = std::max(start, first);
-      const std::int64_t to = std::min(start + trained[k].numel(), last);
-      if (from < to) s.spans.push_back({k, from - start, b, from - first, to - from});
-    }
+  for (const ShardPiece& piece : layout) {
+    s.spans.push_back(
+        {piece.param, piece.param_offset, piece.shard, piece.shard_offset, piece.length});
+  }
+  // The values saved are the holders' (with mixed precision the fp32 masters, which the
+  // parameters' half type does not name). A rank may hold no part of a parameter: the holders'
+  // common dtype names them all (without mixed precision it is every parameter's own).
+  const bool one_type = std::all_of(s.holders.begin(), s.holders.end(), [&](const at::Tensor& h) {
+    return h.scalar_type() == s.holders.front().scalar_type();
+  });
+  if (!s.holders.empty() && one_type) {
+    for (TensorPiece& p : s.parameters) p.dtype = s.holders.front().scalar_type();
   }
   return s;
+}
+
+/// `span` cut where `saved` (the saved flat index of each of its elements, -1 for none) stops
+/// counting up by one: spans in the saved layout's coordinates.
+void append_saved_runs(const FlatSpan& span, const at::Tensor& saved, std::vector<FlatSpan>& out) {
+  const at::Tensor index = saved.narrow(0, span.parameter_offset, span.length).contiguous();
+  const std::int64_t* v = index.data_ptr<std::int64_t>();
+  std::int64_t start = 0;
+  for (std::int64_t i = 1; i <= span.length; ++i) {
+    if (i < span.length && v[i - 1] >= 0 && v[i] == v[i - 1] + 1) continue;
+    if (v[start] >= 0) {
+      out.push_back({span.parameter, v[start], span.holder, span.holder_offset + start, i - start});
+    }
+    start = i;
+  }
+}
+
+}  // namespace
+
+ShardedState zero_state(ZeroOptimizer& zero, std::vector<TensorPiece> parameters) {
+  return flat_state("zero_state", zero.reducer(), zero.optimizer(), zero.parameter_shards(),
+                    zero.shard_layout(), parameters);
+}
+
+ShardedState zero3_state(Zero3& zero, std::vector<TensorPiece> parameters) {
+  ShardedState s = flat_state("zero3_state", zero.reducer(), zero.optimizer(),
+                              zero.parameter_shards(), zero.shard_layout(), parameters);
+  for (TensorPiece& p : s.parameters) p.data = at::Tensor();  // the rank holds its spans only
+  return s;
+}
+
+void detail::to_saved_layout(ShardedState& s, const std::vector<at::Tensor>& saved_index) {
+  require_argument(saved_index.size() == s.parameters.size(),
+                   "sharded checkpoints: " + std::to_string(saved_index.size()) +
+                       " saved layouts for " + std::to_string(s.parameters.size()) + " parameters");
+  std::vector<FlatSpan> spans;
+  for (const FlatSpan& span : s.spans) {
+    append_saved_runs(span, saved_index.at(span.parameter), spans);
+  }
+  s.spans = std::move(spans);
 }
 
 std::vector<TensorPiece> sharded_state_pieces(const ShardedState& s) {

@@ -28,6 +28,13 @@ std::vector<Placement> step_placements(const ShardedState& state, const TensorPi
 /// InvalidArgument for a span outside its holder or parameter.
 at::Tensor holder_range(const ShardedState& state, const FlatSpan& span, const at::Tensor& of);
 
+/// Rewrites `state`'s spans, given in the flattening of each parameter's local tensor, into the
+/// flattening of its saved piece: saved_index[k] holds, for each local element of parameter k
+/// (row-major), its index in the saved piece's flattening, or -1 when it is not saved (e.g.
+/// vocabulary padding). A span becomes one span per run of consecutive saved indices.
+/// InvalidArgument unless there is one index per parameter.
+void to_saved_layout(ShardedState& state, const std::vector<at::Tensor>& saved_index);
+
 /// "optimizer/<slot>/<parameter>".
 std::string slot_name(const std::string& slot, const std::string& parameter);
 

@@ -2,6 +2,7 @@
 // gradients reduce-scattered by the reducer (GradSharding::Keep at stage 1, Release at stage 2),
 // the optimizer stepping this rank's blocks, parameters all-gathered in place. See zero.hpp.
 #include "../autograd/tensor_collectives.hpp"
+#include "mixed_precision.hpp"
 #include "shard_checks.hpp"
 
 #include <chorus/error.hpp>
@@ -21,6 +22,20 @@ at::Tensor alias_of(const at::Tensor& flat, std::int64_t offset, at::IntArrayRef
   at::Tensor alias = at::empty({0}, flat.options());
   alias.set_(flat.storage(), flat.storage_offset() + offset, sizes, view.strides());
   return alias;
+}
+
+/// The parameters, each turned into its compute copy under mixed precision (after every check,
+/// so a refusal changes nothing); `initial` gets their fp32 values.
+std::vector<at::Tensor> compute_copies(std::vector<at::Tensor> params, const ZeroOptions& o,
+                                       std::vector<at::Tensor>& initial) {
+  detail::check_mixed_precision(o.mixed_precision, params, "ZeroOptimizer");
+  if (!o.mixed_precision) return params;
+  at::NoGradGuard no_grad;
+  for (at::Tensor& p : params) {
+    initial.push_back(p.detach().clone());
+    p.set_data(p.detach().to(*o.mixed_precision));
+  }
+  return params;
 }
 
 ReducerOptions reducer_options(const ZeroOptions& o) {
@@ -47,22 +62,31 @@ struct ZeroOptimizer::Impl {
     return layouts[bucket].padded_numel / group.size();
   }
 
+  bool mixed() const { return options.mixed_precision.has_value(); }
+
   Group group;
   ZeroOptions options;
+  std::vector<at::Tensor> initial;  ///< mixed precision: fp32 values until seated
   GradientReducer reducer;
   std::vector<BucketLayout> layouts;
   std::vector<at::Tensor> flats;   ///< the parameter buffers, one per bucket
-  std::vector<at::Tensor> shards;  ///< block rank of each flat: the optimizer's parameters
+  std::vector<at::Tensor> shards;  ///< the optimizer's parameters: block rank of each flat, or
+                                   ///< with mixed precision its fp32 master
+  std::vector<at::Tensor> sent;    ///< block rank of each flat, which the all-gathers send
   std::unique_ptr<torch::optim::Optimizer> optimizer;
 };
 
 ZeroOptimizer::Impl::Impl(std::vector<at::Tensor> p, Group g, const ShardOptimizerFactory& make,
                           ZeroOptions o)
-    : group(g), options(o), reducer(std::move(p), std::move(g), reducer_options(o)) {
+    : group(g),
+      options(o),
+      reducer(compute_copies(std::move(p), o, initial), std::move(g), reducer_options(o)) {
   layouts = reducer.bucket_layouts();
   seat_parameters();
   for (std::size_t b = 0; b < layouts.size(); ++b) {
-    shards.push_back(alias_of(flats[b], chunk(b) * group.rank(), {chunk(b)}));
+    sent.push_back(alias_of(flats[b], chunk(b) * group.rank(), {chunk(b)}));
+    if (mixed()) continue;  // the masters' gradients are set by step()
+    shards.push_back(sent.back());
     shards.back().mutable_grad() = reducer.gradient_shard(b);
   }
   require_argument(static_cast<bool>(make), "ZeroOptimizer: the optimizer factory is empty");
@@ -73,26 +97,40 @@ ZeroOptimizer::Impl::Impl(std::vector<at::Tensor> p, Group g, const ShardOptimiz
 
 // Each bucket's parameters are copied into its flat buffer and re-seated onto their slices
 // (set_data keeps the autograd identity, hooks included); then rank 0's values are broadcast.
+// Under mixed precision the values are laid out and broadcast in fp32 first (the masters are
+// rank 0's fp32 blocks) and the flat buffer is their rounding.
 void ZeroOptimizer::Impl::seat_parameters() {
   at::NoGradGuard no_grad;
   const std::vector<at::Tensor>& params = reducer.parameters();
+  std::vector<at::Tensor> values;  // what is broadcast: the flats, or their fp32 originals
   for (const BucketLayout& layout : layouts) {
     at::Tensor flat =
         options.shared_buckets
             ? detail::shared_zeros(group.comm, layout.padded_numel, layout.type)
             : at::zeros({layout.padded_numel}, at::TensorOptions().dtype(layout.type));
+    at::Tensor value = mixed() ? at::zeros({layout.padded_numel}, at::kFloat) : flat;
     for (std::size_t k = 0; k < layout.params.size(); ++k) {
       at::Tensor param = params[layout.params[k]];
-      flat.narrow(0, layout.offsets[k], param.numel()).copy_(param.reshape(-1));
+      const at::Tensor& source = mixed() ? initial[layout.params[k]] : param;
+      value.narrow(0, layout.offsets[k], param.numel()).copy_(source.reshape(-1));
       param.set_data(alias_of(flat, layout.offsets[k], param.sizes()));
     }
     flats.push_back(flat);
+    values.push_back(value);
   }
-  if (!options.broadcast_parameters || group.size() == 1) return;
-  for (at::Tensor& flat : flats) {
-    group.record(CollectiveKind::Broadcast, flat.numel() * flat.element_size());
-    group.comm.broadcast(flat.data_ptr(), flat.data_ptr(), static_cast<std::size_t>(flat.numel()),
-                         detail::chorus_dtype(flat.scalar_type(), "ZeroOptimizer"), 0);
+  initial.clear();
+  if (options.broadcast_parameters && group.size() > 1) {
+    for (at::Tensor& value : values) {
+      group.record(CollectiveKind::Broadcast, value.numel() * value.element_size());
+      group.comm.broadcast(value.data_ptr(), value.data_ptr(),
+                           static_cast<std::size_t>(value.numel()),
+                           detail::chorus_dtype(value.scalar_type(), "ZeroOptimizer"), 0);
+    }
+  }
+  if (!mixed()) return;
+  for (std::size_t b = 0; b < flats.size(); ++b) {
+    flats[b].copy_(values[b]);
+    shards.push_back(values[b].narrow(0, chunk(b) * group.rank(), chunk(b)).clone());
   }
 }
 
@@ -165,7 +203,11 @@ void ZeroOptimizer::step() {
     throw Error(Status::InvalidUsage,
                 "ZeroOptimizer::step: the gradient step is still active (finish_step first)");
   }
-  impl_->optimizer->step();
+  if (impl_->mixed()) {
+    detail::step_masters(*impl_->optimizer, impl_->shards, gradient_shards(), impl_->sent);
+  } else {
+    impl_->optimizer->step();
+  }
   Group& group = impl_->group;
   if (group.size() == 1) return;
   std::vector<chorus::Request> requests;
@@ -173,7 +215,7 @@ void ZeroOptimizer::step() {
     at::Tensor& flat = impl_->flats[b];
     group.record(CollectiveKind::AllGather, flat.numel() * flat.element_size());
     requests.push_back(group.comm.iall_gather(
-        impl_->shards[b].data_ptr(), flat.data_ptr(), static_cast<std::size_t>(impl_->chunk(b)),
+        impl_->sent[b].data_ptr(), flat.data_ptr(), static_cast<std::size_t>(impl_->chunk(b)),
         detail::chorus_dtype(flat.scalar_type(), "ZeroOptimizer")));
   }
   for (chorus::Request& r : requests) r.wait();
@@ -199,9 +241,19 @@ std::vector<ShardPiece> ZeroOptimizer::shard_layout() const {
   return shard_pieces(impl_->layouts, impl_->group.size(), impl_->group.rank());
 }
 
+std::vector<at::Tensor> ZeroOptimizer::master_parameters() {
+  return detail::gather_shards(impl_->group, impl_->group.comm, impl_->layouts, impl_->shards,
+                               impl_->reducer.parameters());
+}
+
 ZeroOptimizer::Memory ZeroOptimizer::memory() const {
   Memory m;
   for (const at::Tensor& flat : impl_->flats) m.parameters += flat.numel() * flat.element_size();
+  if (impl_->mixed()) {
+    for (const at::Tensor& master : impl_->shards) {
+      m.parameters += master.numel() * master.element_size();
+    }
+  }
   m.gradients = impl_->reducer.gradient_bytes();
   m.optimizer_state = optimizer_state_bytes(*impl_->optimizer);
   return m;

@@ -3,6 +3,7 @@
 #include "zero3_impl.hpp"
 
 #include "../autograd/tensor_collectives.hpp"
+#include "mixed_precision.hpp"
 #include "shard_checks.hpp"
 
 #include <chorus/error.hpp>
@@ -38,6 +39,11 @@ Zero3::Impl::Impl(std::vector<at::Tensor> p, std::vector<std::vector<std::size_t
   for (std::size_t k = 0; k < units.size(); ++k) {
     const std::int64_t chunk = units[k].layout.padded_numel / group.size();
     units[k].shard = flats[k].narrow(0, chunk * group.rank(), chunk).clone();
+    if (options.mixed_precision) {
+      units[k].half = units[k].shard.to(*options.mixed_precision);
+      units[k].layout.type = layouts[k].type = *options.mixed_precision;
+      flats[k] = flats[k].to(*options.mixed_precision);  // the values the units gather
+    }
     shards.push_back(units[k].shard);
   }
   require_argument(static_cast<bool>(make), "Zero3: the optimizer factory is empty");
@@ -47,7 +53,7 @@ Zero3::Impl::Impl(std::vector<at::Tensor> p, std::vector<std::vector<std::size_t
   if (group.size() > 1) gather_comm = group.comm.split(0, group.rank(), "zero3_gather");
   seat(std::move(flats));
   reducer.emplace(params, group, reducer_options());
-  for (std::size_t k = 0; k < units.size(); ++k) {
+  for (std::size_t k = 0; !options.mixed_precision && k < units.size(); ++k) {
     units[k].shard.mutable_grad() = reducer->gradient_shard(bucket_of(k));
   }
   install_hooks();
@@ -55,6 +61,7 @@ Zero3::Impl::Impl(std::vector<at::Tensor> p, std::vector<std::vector<std::size_t
 
 // Pure checks of the parameters and units: identical on every rank, so all refuse alike.
 void Zero3::Impl::check(const std::vector<std::vector<std::size_t>>& given) const {
+  detail::check_mixed_precision(options.mixed_precision, params, "Zero3");
   std::unordered_map<const void*, std::size_t> seen_tensor;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& t = params[i];
@@ -117,8 +124,8 @@ std::vector<at::Tensor> Zero3::Impl::whole_units(const std::vector<std::vector<s
       const at::Tensor& param = params[u[k][j]];
       flat.narrow(0, unit.layout.offsets[j], param.numel()).copy_(param.reshape(-1));
     }
-    if (options.broadcast_parameters && d > 1) {
-      group.record(CollectiveKind::Broadcast, static_cast<std::size_t>(unit.bytes()));
+    if (options.broadcast_parameters && d > 1) {  // in the parameters' type (the masters')
+      group.record(CollectiveKind::Broadcast, flat.numel() * flat.element_size());
       group.comm.broadcast(flat.data_ptr(), flat.data_ptr(), static_cast<std::size_t>(flat.numel()),
                            detail::chorus_dtype(flat.scalar_type(), "Zero3"), 0);
     }
@@ -212,7 +219,22 @@ void Zero3::step() {
     throw Error(Status::InvalidUsage,
                 "Zero3::step: the gradient step is still active (finish_step first)");
   }
-  impl_->optimizer->step();
+  if (!impl_->options.mixed_precision) {
+    impl_->optimizer->step();
+    return;
+  }
+  std::vector<at::Tensor> masters, halves;
+  for (const Zero3Unit& unit : impl_->units) {
+    masters.push_back(unit.shard);
+    halves.push_back(unit.half);
+  }
+  detail::step_masters(*impl_->optimizer, masters, gradient_shards(), halves);
+}
+
+std::vector<at::Tensor> Zero3::master_parameters() {
+  std::lock_guard lock(impl_->mutex);
+  return detail::gather_shards(impl_->group, impl_->gather_comm, impl_->layouts, parameter_shards(),
+                               impl_->params);
 }
 
 torch::optim::Optimizer& Zero3::optimizer() { return *impl_->optimizer; }
@@ -244,6 +266,7 @@ Zero3::Memory Zero3::memory() const {
   std::lock_guard lock(impl_->mutex);
   for (const Zero3Unit& unit : impl_->units) {
     m.parameters += unit.shard.numel() * unit.shard.element_size();
+    if (unit.half.defined()) m.parameters += unit.half.numel() * unit.half.element_size();
   }
   m.parameters += impl_->gathered_bytes;
   m.gradients = impl_->reducer->gradient_bytes();

@@ -20,7 +20,10 @@ namespace chorus::train {
 struct Zero3Unit {
   enum class State { Free, Gathering, Gathered };
   BucketLayout layout;
-  at::Tensor shard;      ///< block rank of the flat buffer, padded_numel / d elements
+  at::Tensor shard;  ///< block rank of the flat buffer, padded_numel / d elements
+  at::Tensor half;   ///< mixed precision: the shard rounded to the units' type
+  /// What the all-gathers send: the half block under mixed precision, else the shard.
+  const at::Tensor& sent() const { return half.defined() ? half : shard; }
   c10::Storage storage;  ///< padded_numel elements when gathered, none when free
   State state = State::Free;
   chorus::Request request;  ///< the all-gather while Gathering

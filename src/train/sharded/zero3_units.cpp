@@ -57,13 +57,13 @@ void Zero3::Impl::issue(Zero3Unit& unit) {
   peak_gathered = std::max(peak_gathered, gathered_bytes);
   if (group.size() == 1) {
     at::NoGradGuard no_grad;
-    flat_view(unit).copy_(unit.shard);
+    flat_view(unit).copy_(unit.sent());
     unit.state = State::Gathered;
     return;
   }
   group.record(CollectiveKind::AllGather, bytes);
-  unit.request = gather_comm.iall_gather(unit.shard.data_ptr(), unit.storage.data(),
-                                         static_cast<std::size_t>(unit.shard.numel()),
+  unit.request = gather_comm.iall_gather(unit.sent().data_ptr(), unit.storage.data(),
+                                         static_cast<std::size_t>(unit.sent().numel()),
                                          detail::chorus_dtype(unit.layout.type, "Zero3"));
   unit.state = State::Gathering;
 }

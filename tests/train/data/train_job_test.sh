@@ -18,7 +18,12 @@
 # with an uninterrupted run's parameters (the final checkpoints' model pieces agree).
 # zeroresume: a --zero 2 run at 4 ranks resumed at 4 ranks equals the uninterrupted run, and
 # at 2 ranks --zero 1, 3 ranks DDP and 1 rank continues its losses; a wrong global batch and
-# a truncated shard file are refused.
+# a truncated shard file are refused. zero3resume: the same for a --zero 3 run at 4 ranks
+# (resumed at 2 ranks --zero 1 and --zero 3, 3 ranks DDP, 1 rank), and a GPT --zero 3 run at
+# 2 ranks resumed with the uninterrupted run's losses; the GPT's ZeRO-3 checkpoint and the
+# GPT run's own files each refused by the other kind of run. zeromixed: --mixed-precision
+# bf16|fp16 under --zero 1|2|3 follows DDP's losses within 3e-2, its checkpoint resumes
+# without it, and it is refused without --zero and with the GPT.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -33,6 +38,31 @@ check_run() {  # log: exit status already checked; loss fell, replicas equal, me
   loss_fell "$log"
   grep -q "replicas equal: yes" "$log" || fail "replicas differ or were not checked"
   grep -q "^test: " "$log" || fail "no test metrics"
+}
+
+# The GPT under --zero 3 at 2 ranks: saved at step 3, resumed with the uninterrupted run's
+# losses (the same ranks and arithmetic: 9 equal digits); a GPT run without --zero 3 refuses
+# that checkpoint, and --zero 3 refuses the GPT run's own checkpoint files.
+gpt_zero3_resume() {
+  local gpt=(--model gpt --log-every 1 --layers 2 --hidden 32 --heads 4 --seq-len 16 --batch 4
+    --no-eval --eval-every 0)
+  "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --zero 3 --steps 6 >"$work/gptfull" ||
+    fail "GPT uninterrupted run exited with $?"
+  "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --zero 3 --steps 3 --checkpoint "$work/gpt.ck" \
+    >"$work/gptfirst" || fail "GPT first half exited with $?"
+  "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --zero 3 --steps 6 --checkpoint "$work/gpt.ck" \
+    --resume >"$work/gptsecond" || fail "GPT resumed run exited with $?"
+  cat "$work/gptsecond"
+  grep -q "resumed from $work/gpt.ck at step 3" "$work/gptsecond" || fail "the GPT did not resume"
+  diff <(losses "$work/gptfull" | awk '$1 > 3') <(losses "$work/gptsecond") ||
+    fail "the resumed GPT's losses differ from the uninterrupted run's"
+  refused gptplain "checkpoint $work/gpt.ck" \
+    "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --steps 6 --checkpoint "$work/gpt.ck" --resume
+  "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --steps 3 --checkpoint "$work/plain.ck" \
+    >"$work/plainfirst" || fail "GPT run without ZeRO exited with $?"
+  refused gptzero3 "checkpoint $work/plain.ck" \
+    "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --zero 3 --steps 6 \
+    --checkpoint "$work/plain.ck" --resume
 }
 
 case "$mode" in
@@ -118,24 +148,57 @@ case "$mode" in
     refused zeropp "--zero '3' is not valid: cannot be combined with --pp 2" \
       "$train" --model gpt --steps 2 --zero 3 --pp 2
     refused zerolstm "needs --model mlp or gpt" "$train" --model lstm --steps 2 --zero 3
-    refused zero3ck "cannot be combined with --checkpoint" \
-      "$train" --model mlp --steps 2 --zero 3 --checkpoint "$work/ck.pt"
     refused zero3moe "cannot be combined with --moe-experts" \
       "$train" --model gpt --steps 2 --zero 3 --moe-experts 2
     ;;
-  zeroresume)
-    # --zero 2 at 4 ranks saved at step 4 (each rank its shards), resumed at 4 ranks (the
+  zeromixed)
+    # --mixed-precision bf16 and fp16 under --zero 1, 2 and 3 at 2 ranks: the loss falls and
+    # follows DDP's in fp32 within 3e-2 (relative); the fp32 masters resume without it.
+    common=(--model mlp --steps 12 --log-every 1 --hidden 64 --layers 2 --batch 16 --no-eval)
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" >"$work/ddp" || fail "DDP run exited with $?"
+    for stage in 1 2 3; do
+      for type in bf16 fp16; do
+        log="$work/zero$stage$type"
+        "$run" -n 2 --timeout 100 "$train" "${common[@]}" --zero "$stage" \
+          --mixed-precision "$type" --checkpoint "$log.ck" >"$log" ||
+          fail "--zero $stage --mixed-precision $type exited with $?"
+        cat "$log"
+        loss_fell "$log"
+        [ "$(losses "$log" | wc -l)" -eq 12 ] || fail "expected 12 steps at $stage $type"
+        paste <(losses "$work/ddp") <(losses "$log") | awk '
+          { d = $2 - $4; if (d < 0) d = -d; if (d > 3e-2 * ($2 < 0 ? -$2 : $2)) bad = bad " " $1 }
+          END { if (bad != "") { print "steps differing:" bad; exit 1 } }' ||
+          fail "--zero $stage --mixed-precision $type strays from DDP's losses"
+      done
+    done
+    "$run" -n 2 --timeout 100 "$train" "${common[@]}" --zero 3 --steps 14 \
+      --checkpoint "$work/zero3bf16.ck" --resume >"$work/resumed" || fail "fp32 resume exited with $?"
+    grep -q "resumed from $work/zero3bf16.ck at step 12" "$work/resumed" ||
+      fail "the fp32 run did not resume the bf16 checkpoint"
+    refused mixednozero "--mixed-precision 'bf16' is not valid: needs --zero 1|2|3" \
+      "$train" --model mlp --steps 2 --mixed-precision bf16
+    refused mixedgpt "--mixed-precision 'fp16' is not valid: needs --model mlp" \
+      "$train" --model gpt --steps 2 --zero 3 --mixed-precision fp16
+    refused mixedtype "--mixed-precision 'fp8' is not valid: expected bf16|fp16" \
+      "$train" --model mlp --steps 2 --zero 1 --mixed-precision fp8
+    ;;
+  zeroresume | zero3resume)
+    # --zero 2 (3) at 4 ranks saved at step 4 (each rank its shards), resumed at 4 ranks (the
     # uninterrupted run's losses and final parameters exactly), at 2 ranks --zero 1, 3 ranks
     # DDP and 1 rank (same global batch: losses within relative 1e-6).
+    stage=2 layouts=("4 6 --zero 2" "2 12 --zero 1" "3 8" "1 24")
+    if [ "$mode" = zero3resume ]; then
+      stage=3 layouts=("4 6 --zero 3" "2 12 --zero 1" "3 8" "1 24" "2 12 --zero 3")
+    fi
     common=(--model mlp --log-every 1 --hidden 32 --layers 2 --optimizer adam --no-eval)
-    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --batch 6 --steps 8 --zero 2 \
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --batch 6 --steps 8 --zero "$stage" \
       --checkpoint "$work/full.pt" >"$work/full" || fail "uninterrupted run exited with $?"
-    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --batch 6 --steps 4 --zero 2 \
+    "$run" -n 4 --timeout 100 "$train" "${common[@]}" --batch 6 --steps 4 --zero "$stage" \
       --checkpoint "$work/ck.pt" >"$work/first" || fail "first half exited with $?"
     [ "$(ls "$work"/ck.pt.*.rank* | wc -l)" -eq 4 ] || fail "expected one data file per rank"
-    for layout in "4 6 --zero 2" "2 12 --zero 1" "3 8" "1 24"; do
+    for layout in "${layouts[@]}"; do
       read -r n batch extra <<<"$layout"
-      dir="$work/n$n"
+      dir="$work/n$n-${extra//[ -]/}"  # e.g. n4-zero2, n3-
       mkdir "$dir" && cp "$work"/ck.pt* "$dir/"
       # shellcheck disable=SC2086  # $extra: zero or two words
       "$run" -n "$n" --timeout 100 "$train" "${common[@]}" --batch "$batch" --steps 8 $extra \
@@ -150,7 +213,7 @@ case "$mode" in
         fail "losses resumed at $layout differ from the uninterrupted run's"
     done
     diff <("$support/checkpoint_model.sh" "$work/full.pt") \
-      <("$support/checkpoint_model.sh" "$work/n4/ck.pt") ||
+      <("$support/checkpoint_model.sh" "$work/n4-zero$stage/ck.pt") ||
       fail "resumed at 4 ranks, the final parameters differ from the uninterrupted run's"
     refused batch \
       "checkpoint $work/ck.pt was made with global batch 24, this run has global batch 18" \
@@ -161,6 +224,7 @@ case "$mode" in
     refused truncated "data file $data is 100 bytes, the index records" \
       "$run" -n 2 --timeout 100 "$train" "${common[@]}" --batch 12 --steps 8 --zero 2 \
       --checkpoint "$work/ck.pt" --resume
+    if [ "$mode" = zero3resume ]; then gpt_zero3_resume; fi
     ;;
   alternate)
     "$run" -n 3 --timeout 100 "$train" --model mlp --steps 16 --alternate-sync 2 --hidden 128 \

@@ -6,7 +6,6 @@
 #include "zero3_test_util.hpp"
 
 #include <chorus/error.hpp>
-#include <chorus/train/gpt.hpp>
 
 namespace chorus::train::zero_test {
 namespace {
@@ -110,37 +109,6 @@ TEST(Zero3Equivalence, MlpWithoutReshardingAndOtherPrefetches) {
     o.prefetch = prefetch;
     expect_mlp_equivalent({Opt::Adam, 4, o});
   }
-}
-
-// The GPT: sequence 12, global batch 12 (12 / dp samples per rank, the same count on each:
-// the mean of the ranks' mean losses is the global mean).
-constexpr std::int64_t kVocab = 10, kSeq = 12, kGptBatch = 12;
-
-GptConfig gpt_config() {
-  return {.layers = 2,
-          .hidden = 24,
-          .heads = 4,
-          .vocab = kVocab,
-          .sequence = kSeq,
-          .seed = 5,
-          .init_std = 0.3,
-          .dtype = at::kDouble};
-}
-
-at::Tensor gpt_tokens(std::size_t step, std::int64_t mul, std::int64_t add) {
-  const auto n = kSeq * kGptBatch;
-  return (at::arange(n, at::kLong) * mul + add + static_cast<std::int64_t>(step) * 3)
-      .remainder(kVocab)
-      .view({kSeq, kGptBatch});
-}
-
-// The key bias's gradient is zero in exact arithmetic (softmax ignores a shift shared by all
-// keys), so it is rounding noise of about 1e-17; Adam divides that by its own size plus eps,
-// and with the default eps 1e-8 the noise moves the bias by 1e-11, beyond the tolerance of a
-// tensor whose largest element is 5e-2. eps 1e-5 keeps the noise at 1e-14.
-std::unique_ptr<torch::optim::Optimizer> gpt_optimizer(Opt o, std::vector<at::Tensor> params) {
-  if (o != Opt::Adam) return make_optimizer(o, std::move(params));
-  return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(0.01).eps(1e-5));
 }
 
 void expect_gpt_equivalent(const Run& run) {

@@ -1,10 +1,11 @@
-// Sharded checkpoints (sharded_checkpoint.hpp), threads as ranks, fp64: a ZeRO-2 run at dp 4
-// saved after 3 steps and resumed at dp 4 ZeRO-2 (bit-equal to the uninterrupted run), dp 2
-// ZeRO-1, dp 3 DDP and one rank (within 1e-10 of it: other summation orders), with
-// SGD-momentum, Adam and AdamW; a DDP checkpoint resumed by ZeRO; every refused checkpoint
+// Sharded checkpoints (sharded_checkpoint.hpp), threads as ranks, fp64: a ZeRO-2 and a ZeRO-3
+// run at dp 4 saved after 3 steps and resumed at dp 4 under the same stage (bit-equal to the
+// uninterrupted run), and at dp 2 ZeRO-1, dp 3 DDP, one rank and the other stages (within 1e-10
+// of it: other summation orders), with SGD-momentum, Adam and AdamW; a DDP checkpoint resumed
+// by ZeRO-1/2/3; every refused checkpoint
 // (missing, truncated or corrupt data file, missing index, another model, another optimizer,
 // a torch-archive checkpoint) refused with its sentence before anything changes.
-#include "zero_test_util.hpp"
+#include "zero3_test_util.hpp"
 
 #include <chorus/train/sharded_checkpoint.hpp>
 
@@ -28,7 +29,7 @@ constexpr std::uint64_t kSeed = 7;
 /// DDP does, in fp64; no reducer on one rank).
 struct Strategy {
   int dp = 1;
-  int stage = 0;
+  int stage = 0;  ///< 3: ZeRO-3 with a unit per Linear layer
   std::string name() const {
     return (stage == 0 ? std::string(dp == 1 ? "one rank" : "DDP")
                        : "ZeRO-" + std::to_string(stage)) +
@@ -56,10 +57,14 @@ Result run(const Strategy& st, Opt o, const Data& d, const Segment& seg) {
   on_ranks(st.dp, [&](const Group& group, int rank) {
     auto model = models[std::size_t(rank)];
     std::unique_ptr<ZeroOptimizer> zero;
+    std::unique_ptr<Zero3> zero3;
     std::unique_ptr<torch::optim::Optimizer> opt;
     std::unique_ptr<GradientReducer> ddp;
     ShardedState state;
-    if (st.stage > 0) {
+    if (st.stage == 3) {
+      zero3 = std::make_unique<Zero3>(model->parameters(), kMlpUnits, group, factory(o));
+      state = zero3_state(*zero3, module_parameter_pieces(*model));
+    } else if (st.stage > 0) {
       zero = std::make_unique<ZeroOptimizer>(model->parameters(), group, factory(o),
                                              small_buckets(st.stage));
       state = zero_state(*zero, module_parameter_pieces(*model));
@@ -75,16 +80,23 @@ Result run(const Strategy& st, Opt o, const Data& d, const Segment& seg) {
     for (int s = seg.from; s < seg.to; ++s) {
       const auto x = d.x[std::size_t(s)].narrow(0, count * rank, count);
       const auto y = d.y[std::size_t(s)].narrow(0, count * rank, count);
-      if (zero) {
+      if (zero3) {
+        zero3->zero_grad();
+        zero3->begin_weighted_step(count, count);
+      } else if (zero) {
         zero->zero_grad();
         zero->begin_weighted_step(count, count);
       } else {
         opt->zero_grad();
         if (ddp) ddp->begin_weighted_step(count, count);
       }
-      auto loss = torch::mse_loss(model->forward(x), y);
+      auto loss =
+          torch::mse_loss(zero3 ? sharded_mlp_forward(*zero3, *model, x) : model->forward(x), y);
       loss.backward();
-      if (zero) {
+      if (zero3) {
+        zero3->finish_step();
+        zero3->step();
+      } else if (zero) {
         zero->finish_step();
         zero->step();
       } else {
@@ -100,7 +112,8 @@ Result run(const Strategy& st, Opt o, const Data& d, const Segment& seg) {
       save_sharded_checkpoint(seg.save, *model, state, TrainingState{seg.to, 0, {}, {}},
                               group.comm);
     }
-    if (rank == 0) result.params = clone_params(*model);
+    const std::vector<at::Tensor> params = zero3 ? zero3->full_parameters() : clone_params(*model);
+    if (rank == 0) result.params = params;
   });
   return result;
 }
@@ -143,19 +156,31 @@ void expect_results(const Result& got, const Result& want, double rtol, const st
 
 class Reshard : public ::testing::TestWithParam<Opt> {};
 
-TEST_P(Reshard, Zero2AtDp4ResumesUnderEveryStrategy) {
-  const Opt o = GetParam();
+/// Saves a run of `saver` at kSaveAt and resumes it under itself (bit-equal to the
+/// uninterrupted run) and under each of `others` (1e-10: other summation orders).
+void expect_resharded(const Strategy& saver, Opt o, const std::vector<Strategy>& others) {
   const Data d = make_data(kSteps, kBatch, at::kDouble);
-  const Strategy saver{4, 2};
   const Result whole = run(saver, o, d, {});
-  const std::string ck = fresh_path("reshard-" + name(o) + ".ck");
+  const std::string ck = fresh_path("reshard-" + std::to_string(saver.stage) + name(o) + ".ck");
   run(saver, o, d, {0, kSaveAt, "", ck});
   // dp 4 held each parameter and moment in four Flat pieces, one data file per rank.
   EXPECT_EQ(data_files(ck).size(), 4u);
-  expect_results(run(saver, o, d, {kSaveAt, kSteps, ck, ""}), whole, 0, "ZeRO-2 at dp 4");
-  for (const Strategy& st : {Strategy{2, 1}, Strategy{3, 0}, Strategy{1, 0}, Strategy{3, 2}}) {
+  expect_results(run(saver, o, d, {kSaveAt, kSteps, ck, ""}), whole, 0, saver.name());
+  for (const Strategy& st : others) {
     expect_results(run(st, o, d, {kSaveAt, kSteps, ck, ""}), whole, 1e-10, st.name());
   }
+}
+
+TEST_P(Reshard, Zero2AtDp4ResumesUnderEveryStrategy) {
+  expect_resharded(
+      {4, 2}, GetParam(),
+      {Strategy{2, 1}, Strategy{3, 0}, Strategy{1, 0}, Strategy{3, 2}, Strategy{3, 3}});
+}
+
+TEST_P(Reshard, Zero3AtDp4ResumesUnderEveryStrategy) {
+  expect_resharded(
+      {4, 3}, GetParam(),
+      {Strategy{2, 1}, Strategy{3, 0}, Strategy{1, 0}, Strategy{3, 3}, Strategy{2, 2}});
 }
 
 TEST_P(Reshard, DdpCheckpointResumesUnderZero) {
@@ -167,6 +192,7 @@ TEST_P(Reshard, DdpCheckpointResumesUnderZero) {
   EXPECT_EQ(data_files(ck).size(), 1u);  // replicated: rank 0 writes everything once
   expect_results(run({4, 2}, o, d, {kSaveAt, kSteps, ck, ""}), whole, 1e-10, "ZeRO-2 at dp 4");
   expect_results(run({2, 1}, o, d, {kSaveAt, kSteps, ck, ""}), whole, 1e-10, "ZeRO-1 at dp 2");
+  expect_results(run({4, 3}, o, d, {kSaveAt, kSteps, ck, ""}), whole, 1e-10, "ZeRO-3 at dp 4");
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, Reshard,

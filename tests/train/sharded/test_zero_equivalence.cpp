@@ -1,6 +1,8 @@
 // ZeRO-1 and ZeRO-2 against the one-process reference (fp64, rtol 1e-10): every parameter and
 // every step's loss at dp 1-4 with SGD-momentum, Adam and AdamW, equal and unequal shares,
-// global-norm clipping over the shards; and the ledger of every step.
+// global-norm clipping over the shards; and the ledger of every step. Gradient accumulation
+// (no_sync): micro-batches run backward outside a step and accumulate locally, the last one
+// inside it, and the step equals the reference on their union.
 #include "zero_test_util.hpp"
 
 namespace chorus::train::zero_test {
@@ -111,6 +113,49 @@ TEST(ZeroEquivalence, GlobalNormClippingOverTheShards) {
     expect_equivalent({stage, Opt::AdamW, {6, 6}, 0.05});
     expect_equivalent({stage, Opt::SgdMomentum, {5, 4, 3}, 0.05});
     expect_equivalent({stage, Opt::Adam, {3, 3, 3, 3}, 0.05});
+  }
+}
+
+// Each rank's 12/d rows in two micro-batches: the first backward runs outside a step (the
+// reducer's hooks do nothing; ZeRO-1 accumulates in its gradient buckets, ZeRO-2 in
+// param.grad()), the second inside one, whose weight is the step's rows. No communication but
+// the step's.
+TEST(ZeroEquivalence, AccumulationOverMicroBatches) {
+  constexpr int kBatch = 12;
+  const Data d = make_data(kSteps, kBatch, at::kDouble);
+  for (int stage : {1, 2}) {
+    for (int n : {1, 2, 3, 4}) {
+      SCOPED_TRACE("ZeRO-" + std::to_string(stage) + ", dp " + std::to_string(n));
+      const Trained want = reference(d, Opt::Adam, kSeed);
+      on_ranks(n, [&](const Group& group, int rank) {
+        auto model = make_mlp(kSeed, at::kDouble);
+        ZeroOptimizer zero(model->parameters(), group, factory(Opt::Adam), small_buckets(stage));
+        const std::int64_t rows = kBatch / n, first = rows / 2;
+        for (std::size_t s = 0; s < d.x.size(); ++s) {
+          const auto x = d.x[s].narrow(0, rank * rows, rows);
+          const auto y = d.y[s].narrow(0, rank * rows, rows);
+          zero.zero_grad();
+          group.ledger->take();
+          // Sums over the rows (the reference's mean is the sum over the global batch / 12).
+          const auto part = [&](std::int64_t from, std::int64_t count) {
+            torch::mse_loss(model->forward(x.narrow(0, from, count)), y.narrow(0, from, count),
+                            torch::Reduction::Sum)
+                .div(kBatch * kOut / n)
+                .backward();
+          };
+          if (first > 0) part(0, first);
+          EXPECT_TRUE(group.ledger->take().empty()) << "the unsynced micro-batch communicated";
+          zero.begin_step();
+          part(first, rows - first);
+          zero.finish_step();
+          zero.step();
+        }
+        const auto params = clone_params(*model);
+        for (std::size_t i = 0; i < params.size(); ++i) {
+          expect_close(params[i], want.params[i], "parameter " + std::to_string(i));
+        }
+      });
+    }
   }
 }
 
