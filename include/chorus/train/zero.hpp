@@ -72,7 +72,7 @@ struct ZeroOptions {
   /// (as ReducerOptions: over a dp x cp group, dp sums the cp ranks' partial gradients).
   std::int64_t divisor = 0;
   /// Mixed precision (see the header comment): at::kBFloat16 or at::kHalf; nullopt: off.
-  std::optional<at::ScalarType> mixed_precision;
+  std::optional<at::ScalarType> mixed_precision{};
 };
 
 /// One piece of a rank's shard, for sharded checkpoints: elements [param_offset, param_offset

@@ -79,7 +79,7 @@ struct Zero3Options {
   /// Copies rank 0's parameters to every rank at construction (one broadcast per unit).
   bool broadcast_parameters = true;
   /// Mixed precision (see the header comment): at::kBFloat16 or at::kHalf; nullopt: off.
-  std::optional<at::ScalarType> mixed_precision;
+  std::optional<at::ScalarType> mixed_precision{};
 };
 
 class CHORUS_EXPORT Zero3 {
