@@ -267,7 +267,9 @@ TEST(GptPipelineTraining, SyntheticComputeSleepsEachActionsCost) {
     pp.barrier();
     const at::Tensor loss = pipeline.forward_backward(split_micro_batches(tokens, targets, 4));
     ASSERT_EQ(loss.defined(), pipeline.holds_loss());
-    if (loss.defined()) EXPECT_EQ(loss.item<double>(), 0);
+    if (loss.defined()) {
+      EXPECT_EQ(loss.item<double>(), 0);
+    }
     for (const at::Tensor& q : pipeline.parameters()) {  // zeros, to be reduced like gradients
       ASSERT_TRUE(q.grad().defined());
       EXPECT_EQ(q.grad().abs().sum().item<double>(), 0);
