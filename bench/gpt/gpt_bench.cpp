@@ -20,7 +20,7 @@
 // step; the slowest
 // rank's median over the timed steps.
 #include "bench_process.hpp"
-#include "counting_allocator.hpp"
+#include "counting_allocator.hpp"  // tools/chorus-train
 
 #include <chorus/communicator.hpp>
 #include <chorus/error.hpp>

@@ -22,7 +22,7 @@
 // the same shape (per micro-batch: their difference; fixed: the rest of the one-micro-batch
 // peak, a backward's transient buffers).
 #include "bench_process.hpp"
-#include "counting_allocator.hpp"
+#include "counting_allocator.hpp"  // tools/chorus-train
 
 #include <chorus/communicator.hpp>
 #include <chorus/train/mesh.hpp>

@@ -14,7 +14,7 @@
 //
 // Memory, every figure the largest over the ranks: param/grad/optimizer_bytes are what the
 // strategy holds between steps by its own account (tensor sizes, shard padding included);
-// held_bytes is what a counting CPU allocator (bench/gpt/counting_allocator.hpp) sees held
+// held_bytes is what a counting CPU allocator (tools/chorus-train/counting_allocator.hpp) sees held
 // after the last step beyond what was held before the model was built (the model's buffers
 // included); formula_bytes is PARALLEL.md section 3's fp32 Adam line for the strategy with
 // Ψ = params, unpadded (DDP 16Ψ, ZeRO-1 8Ψ + 8Ψ/d, ZeRO-2 4Ψ + 12Ψ/d, ZeRO-3 16Ψ/d);
@@ -32,7 +32,7 @@
 // step_ms: wall time of a whole step (zero_grad, forward, backward, gradient reduction,
 // optimizer step, ZeRO's all-gathers); the slowest rank's median over the timed steps.
 #include "../gpt/bench_process.hpp"
-#include "../gpt/counting_allocator.hpp"
+#include "counting_allocator.hpp"  // tools/chorus-train
 
 #include <chorus/communicator.hpp>
 #include <chorus/train/gpt.hpp>

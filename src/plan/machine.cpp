@@ -1,11 +1,11 @@
 // Machine profiles, tuning files and compute profiles (machine.hpp).
 #include "plan/machine.hpp"
 
+#include "plan/compute_profile.hpp"
+
 #include <chorus/error.hpp>
 
-#include <cmath>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 namespace chorus::plan {
@@ -15,19 +15,6 @@ std::ifstream open(const std::string& path, const char* what) {
   std::ifstream in(path);
   require_argument(in.good(), std::string(what) + " '" + path + "' cannot be read");
   return in;
-}
-
-double positive_number(const std::string& where, const std::string& key, const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  require_argument(used == text.size() && std::isfinite(value) && value > 0,
-                   where + ": expected '" + key + " <positive number>', got '" + text + "'");
-  return value;
 }
 
 }  // namespace
@@ -95,37 +82,17 @@ void load_tuning(Machine& machine, const std::string& path) {
 }
 
 void read_compute_profile(Machine& machine, std::istream& in, std::string_view source) {
-  std::map<std::string, double> values;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    const std::string where = std::string(source) + ":" + std::to_string(number);
-    std::istringstream fields(line.substr(0, line.find('#')));
-    std::string key, value, rest;
-    if (!(fields >> key)) continue;
-    require_argument(static_cast<bool>(fields >> value) && !(fields >> rest),
-                     where + ": expected '" + key + " <positive number>'");
-    static const char* const kKeys[] = {
-        "hidden", "heads", "seq", "micro_batch", "tp", "layer_forward_ms", "layer_backward_ms"};
-    bool known = false;
-    for (const char* name : kKeys) known = known || key == name;
-    require_argument(known, where + ": unknown compute profile key '" + key + "'");
-    values[key] = positive_number(where, key, value);
-  }
-  for (const char* name :
-       {"hidden", "heads", "seq", "micro_batch", "layer_forward_ms", "layer_backward_ms"}) {
-    require_argument(values.count(name) == 1,
-                     std::string(source) + ": the compute profile has no '" + name + "' line");
-  }
+  const ComputeProfile profile = parse_compute_profile(in, source);
   ModelConfig model;
-  model.hidden = static_cast<std::int64_t>(values["hidden"]);
-  model.heads = static_cast<std::int64_t>(values["heads"]);
-  model.seq = static_cast<std::int64_t>(values["seq"]);
+  model.hidden = profile.hidden;
+  model.heads = profile.heads;
+  model.seq = profile.seq;
   Layout layout;
-  layout.micro_batch = static_cast<std::int64_t>(values["micro_batch"]);
-  layout.tp = values.count("tp") ? static_cast<int>(values["tp"]) : 1;
+  layout.micro_batch = profile.micro_batch;
+  layout.tp = profile.tp;
   const double flops = block_forward_flops(model, layout);
-  machine.forward_rate = flops / (values["layer_forward_ms"] * 1e-3);
-  machine.backward_rate = 2 * flops / (values["layer_backward_ms"] * 1e-3);
+  machine.forward_rate = flops / (profile.layer_forward_ms * 1e-3);
+  machine.backward_rate = 2 * flops / (profile.layer_backward_ms * 1e-3);
 }
 
 void load_compute_profile(Machine& machine, const std::string& path) {

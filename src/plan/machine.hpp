@@ -44,10 +44,10 @@ Machine load_machine_profile(const std::string& path);
 /// Replaces the links by a tuning file's (CHORUS_TUNING_FILE's format).
 void load_tuning(Machine& machine, const std::string& path);
 
-/// A compute profile: "key value" lines hidden, heads, seq, micro_batch, tp (the layout the
-/// times were measured at; tp defaults to 1), layer_forward_ms, layer_backward_ms (one
-/// dense block's times). Sets the machine's measured rates: the planner's FLOPs of that block
-/// divided by the times. Throws Error(InvalidArgument) naming what is missing or bad.
+/// A compute profile (compute_profile.hpp: the block's shape, layer_forward_ms and
+/// layer_backward_ms, optional per-block, embedding and head lines). Sets the machine's
+/// measured rates: the planner's FLOPs of that block divided by the times. Throws
+/// Error(InvalidArgument) naming what is missing or bad.
 void read_compute_profile(Machine& machine, std::istream& in, std::string_view source);
 void load_compute_profile(Machine& machine, const std::string& path);
 

@@ -1,5 +1,6 @@
 // chorus-plan's command line, the profile readers, the JSON and the explanation.
 #include "options.hpp"
+#include "plan/compute_profile.hpp"
 #include "plan/planner.hpp"
 
 #include <chorus/error.hpp>
@@ -117,6 +118,45 @@ TEST(PlanTool, ComputeProfileSetsTheMeasuredRates) {
   const std::string missing = write("missing.profile", "hidden 8\n");
   EXPECT_EQ(refusal({"--compute-profile", missing}),
             missing + ": the compute profile has no 'heads' line");
+}
+
+// The format chorus-train --write-compute-profile writes: read back equal, its per-block,
+// embedding and head lines kept, and the rates taken from the mean block's lines.
+TEST(PlanTool, ComputeProfileRoundTripsWithItsBlockLines) {
+  ComputeProfile p;
+  p.hidden = 8, p.heads = 2, p.seq = 4, p.micro_batch = 1, p.tp = 1;
+  p.layer_forward_ms = 1, p.layer_backward_ms = 4;
+  p.block_forward_ms = {0.5, 1.5};
+  p.block_backward_ms = {3.25, 4.75};
+  p.embedding_ms = 0.125, p.head_ms = 2;
+  std::istringstream text(format_compute_profile(p));
+  const ComputeProfile back = parse_compute_profile(text, "written");
+  EXPECT_EQ(back.hidden, 8);
+  EXPECT_EQ(back.micro_batch, 1);
+  EXPECT_EQ(back.block_forward_ms, p.block_forward_ms);
+  EXPECT_EQ(back.block_backward_ms, p.block_backward_ms);
+  EXPECT_EQ(back.embedding_ms, 0.125);
+  EXPECT_EQ(back.head_ms, 2);
+  Machine m;
+  std::istringstream again(format_compute_profile(p));
+  read_compute_profile(m, again, "written");
+  EXPECT_DOUBLE_EQ(m.forward_flops_per_second(), 6656e3);
+  const auto refused = [](const std::string& body) {
+    std::istringstream in(
+        "hidden 8\nheads 2\nseq 4\nmicro_batch 1\nlayer_forward_ms 1\n"
+        "layer_backward_ms 4\n" +
+        body);
+    try {
+      parse_compute_profile(in, "p");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused("layer 1 1 2\n"),
+            "p:7: layer 1 where layer 0 comes next (one line per block, in order)");
+  EXPECT_EQ(refused("layer 0 1\n"), "p:7: expected 'layer <index> <forward ms> <backward ms>'");
+  EXPECT_EQ(refused("layer 0 1 -2\n"), "p:7: expected 'layer 0 <positive number>', got '-2'");
 }
 
 TEST(PlanTool, JsonAndExplanation) {

@@ -6,6 +6,7 @@
 #include "gpt_trainer.hpp"
 
 #include "gpt_moe.hpp"
+#include "gpt_pipeline_setup.hpp"
 #include "gpt_state.hpp"
 #include "run_state.hpp"
 #include "tasks.hpp"
@@ -95,13 +96,6 @@ train::PipelineGroups pipeline_groups(const train::Mesh& mesh, const Options& op
   return {mesh.pp(), mesh.tp(), embedding, cp, ep};
 }
 
-train::PipelineOptions pipeline_options(const Options& options) {
-  train::PipelineOptions o;
-  o.schedule = {train::schedule_kind(options.schedule), options.pp, options.micro_batches,
-                options.virtual_stages};
-  return o;
-}
-
 train::GptConfig gpt_config(const Options& options) {
   train::GptConfig c;
   c.layers = options.layers;
@@ -163,7 +157,8 @@ class GptTrainer {
         train_(corpus_.train, options.seq_len),
         validation_(corpus_.validation, options.seq_len),
         mesh_(make_mesh(options, comm)),
-        pipeline_(gpt_config(options), pipeline_groups(mesh_, options), pipeline_options(options)),
+        pipeline_(gpt_config(options), pipeline_groups(mesh_, options),
+                  pipeline_options(options, gpt_config(options), &comm)),
         // Under ZeRO the optimizer is ZeroOptimizer's or Zero3's, over the shards.
         optimizer_(options.zero > 0 ? nullptr : make_optimizer(options, pipeline_.parameters())),
         sampler_(train_.samples(), mesh_.coordinates().dp, mesh_.layout().dp, options.seed) {
@@ -207,6 +202,7 @@ class GptTrainer {
 
   void train() {
     say(describe());
+    const std::int64_t held = options_.peak_memory ? start_memory_watch() : 0;
     while (next_epoch_if_done()) {
       if (options_.steps > 0 && step_ >= options_.steps) break;
       train_step(sampler_.next_batch(static_cast<std::size_t>(options_.batch)));
@@ -215,6 +211,8 @@ class GptTrainer {
       if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) save();
     }
     if (steps_ > 0) log_progress();
+    if (!options_.timeline_svg.empty()) write_run_timeline(options_, pipeline_, mesh_, comm_);
+    if (options_.peak_memory) report_peak_memory(comm_, held, pipeline_.parameters());
     if (!options_.checkpoint.empty()) save();
     summarize();
   }
@@ -292,6 +290,10 @@ class GptTrainer {
     const train::DropoutPosition position{.step = static_cast<std::uint64_t>(step_),
                                           .first_sample = mesh_.coordinates().dp * options_.batch};
     const auto micro_batches = train::split_micro_batches(tokens, targets, options_.micro_batches);
+    if (!options_.timeline_svg.empty()) {  // the records' starts aligned
+      Communicator pp = mesh_.pp().comm;
+      pp.barrier();
+    }
     const torch::Tensor loss = zero_ ? sharded_step(micro_batches, position)
                                      : replicated_step(micro_batches, position, !alternate_skip);
     step_times_.push_back(
@@ -548,18 +550,29 @@ class GptTrainer {
 }  // namespace
 
 std::string pipeline_dry_run(const Options& options) {
-  const train::PipelineOptions o = pipeline_options(options);
+  const train::PipelineOptions o = pipeline_options(options, gpt_config(options), nullptr);
   const train::ScheduleOptions& so = o.schedule;
   const std::vector<std::int64_t> blocks = train::gpt_stage_layers(gpt_config(options), o);
   const train::PipelineSchedule schedule = train::make_schedule(so);
   const train::ScheduleReport report = train::verify_schedule(schedule, o.costs);
-  std::string text = train::render_timeline(schedule, report) + "blocks per virtual stage:";
+  const std::string timeline = train::render_timeline(schedule, report);
+  if (!options.timeline_svg.empty()) {  // titled by the text timeline's first line
+    const std::string title = timeline.substr(0, timeline.find('\n'));
+    write_file(options.timeline_svg, train::render_timeline_svg(report.timeline, title));
+  }
+  std::string text = timeline + "blocks per virtual stage:";
   for (std::int64_t n : blocks) text.append(" ").append(std::to_string(n));
   char line[160];
   std::snprintf(line, sizeof line,
                 "\nbubble %.4f (verifier, F = B = W = 1), formula %.4f; makespan %.0f\n",
                 report.bubble, train::textbook_bubble(so, o.costs), report.makespan);
   return text + line;
+}
+
+std::string write_gpt_compute_profile(const Options& options) {
+  const plan::ComputeProfile profile = profile_gpt(options, gpt_config(options));
+  write_file(options.write_compute_profile, plan::format_compute_profile(profile));
+  return plan::format_compute_profile(profile);
 }
 
 void run_gpt_training(const Options& options, Communicator& comm) {

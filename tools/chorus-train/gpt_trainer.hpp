@@ -24,4 +24,8 @@ void run_gpt_training(const Options& options, Communicator& comm);
 /// generator or the verifier refuses, or fewer blocks than stages.
 std::string pipeline_dry_run(const Options& options);
 
+/// --write-compute-profile: profiles the model of `options` on this process (profile_gpt),
+/// writes the compute profile and returns its text.
+std::string write_gpt_compute_profile(const Options& options);
+
 }  // namespace chorus::train_tool

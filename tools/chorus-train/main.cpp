@@ -1,6 +1,7 @@
 // chorus-train: data-parallel training of a Fashion-MNIST MLP or a character LSTM with
 // Chorus DDP. Run under chorusrun (or any launcher init_from_env understands); started
 // without launcher variables it runs as a single rank.
+#include "counting_allocator.hpp"
 #include "gpt_trainer.hpp"
 #include "options.hpp"
 #include "trainer.hpp"
@@ -34,8 +35,13 @@ chorus::Communicator connect() {
 int main(int argc, char** argv) {
   try {
     const auto options = chorus::train_tool::parse_options(argc, argv);
+    if (options.peak_memory) chorus::bench::CountingAllocator::install();  // before any tensor
     if (options.help) {
       std::cout << chorus::train_tool::usage_text();
+      return 0;
+    }
+    if (!options.write_compute_profile.empty()) {
+      std::cout << chorus::train_tool::write_gpt_compute_profile(options);
       return 0;
     }
     if (options.pp_dry_run) {

@@ -100,6 +100,50 @@ Setter choice(const char* name, const std::map<std::string, std::function<void(P
   };
 }
 
+Setter path_option(std::string Options::*field, const char* name) {
+  return [=](Parsed& p, const std::string& v) {
+    if (v.empty()) throw bad(name, v, "expected a file path");
+    p.options.*field = v;
+  };
+}
+
+/// --partition params|time|L1,L2,...
+void set_partition(Options& o, const std::string& v) {
+  o.partition_layers.clear();
+  if (v == "params" || v == "time") {
+    o.partition = v;
+    return;
+  }
+  std::istringstream items(v);
+  for (std::string item; std::getline(items, item, ',');) {
+    try {
+      o.partition_layers.push_back(to_int("--partition", item, 1, 64));
+    } catch (const Error&) {
+      throw bad("--partition", v, "expected params, time or blocks per stage (3,2,3)");
+    }
+  }
+  if (o.partition_layers.empty() || v.back() == ',') {
+    throw bad("--partition", v, "expected params, time or blocks per stage (3,2,3)");
+  }
+  o.partition = "list";
+}
+
+/// Refuses --compute-profile without --partition time, and synthetic compute with what it
+/// does not reproduce (sequence parallelism, cp, experts, ZeRO-3). A list's counts are checked
+/// against the blocks and stages when the pipeline is built.
+void check_pipeline_tool_options(const Options& o) {
+  if (!o.compute_profile.empty() && o.partition != "time")
+    throw bad("--compute-profile", o.compute_profile, "needs --partition time");
+  if (o.synthetic_compute == 0) return;
+  const std::string ms = number_text(o.synthetic_compute);
+  if (o.sequence_parallel)
+    throw bad("--synthetic-compute", ms, "cannot be combined with --sequence-parallel");
+  if (o.cp > 1) throw bad("--synthetic-compute", ms, "cannot be combined with --cp");
+  if (o.moe_experts > 0)
+    throw bad("--synthetic-compute", ms, "cannot be combined with --moe-experts");
+  if (o.zero == 3) throw bad("--synthetic-compute", ms, "cannot be combined with --zero 3");
+}
+
 const std::map<std::string, Setter>& valued_options() {
   static const std::map<std::string, Setter> setters = {
       {"--model",
@@ -208,6 +252,16 @@ const std::map<std::string, Setter>& valued_options() {
                        "must be a number from " + number_text(kMinBucketCapMb) + " to " +
                            number_text(kMaxBucketCapMb) + " (MiB)");
        }},
+      {"--partition", [](Parsed& p, const std::string& v) { set_partition(p.options, v); }},
+      {"--compute-profile", path_option(&Options::compute_profile, "--compute-profile")},
+      {"--write-compute-profile",
+       path_option(&Options::write_compute_profile, "--write-compute-profile")},
+      {"--timeline-svg", path_option(&Options::timeline_svg, "--timeline-svg")},
+      {"--synthetic-compute",
+       [](Parsed& p, const std::string& v) {
+         p.options.synthetic_compute =
+             to_double("--synthetic-compute", v, 0, true, 1e6, "must be milliseconds > 0");
+       }},
       {"--checkpoint",
        [](Parsed& p, const std::string& v) {
          if (v.empty()) throw bad("--checkpoint", v, "expected a file path");
@@ -229,6 +283,7 @@ bool set_flag(Options& o, const std::string& word) {
       {"--no-eval", [](Options& x) { x.eval = false; }},
       {"--sequence-parallel", [](Options& x) { x.sequence_parallel = true; }},
       {"--pp-dry-run", [](Options& x) { x.pp_dry_run = true; }},
+      {"--peak-memory", [](Options& x) { x.peak_memory = true; }},
   };
   auto it = flags.find(word);
   if (it == flags.end()) return false;
@@ -278,6 +333,13 @@ void check_gpt_options(const Options& o) {
       throw bad("--micro-batches", std::to_string(o.micro_batches), "needs --model gpt");
     }
     if (o.pp_dry_run) throw bad("--pp-dry-run", "", "needs --model gpt");
+    if (o.partition != "params") throw bad("--partition", o.partition, "needs --model gpt");
+    if (o.synthetic_compute > 0)
+      throw bad("--synthetic-compute", number_text(o.synthetic_compute), "needs --model gpt");
+    if (!o.timeline_svg.empty()) throw bad("--timeline-svg", o.timeline_svg, "needs --model gpt");
+    if (o.peak_memory) throw bad("--peak-memory", "", "needs --model gpt");
+    if (!o.write_compute_profile.empty())
+      throw bad("--write-compute-profile", o.write_compute_profile, "needs --model gpt");
     if (o.moe_experts != 0)
       throw bad("--moe-experts", std::to_string(o.moe_experts), "needs --model gpt");
     return;
@@ -367,6 +429,7 @@ Options finish(Parsed parsed) {
   check_zero_options(o);
   check_mixed_precision(o);
   if (o.virtual_stages == 0) o.virtual_stages = o.schedule == "interleaved" ? 2 : 1;
+  check_pipeline_tool_options(o);
   o.lr = parsed.lr.value_or(o.optimizer == OptimizerKind::Sgd ? 0.05 : 0.003);
   if (o.alternate_sync > 0 && o.no_sync) {
     throw bad("--alternate-sync", std::to_string(o.alternate_sync),
@@ -477,7 +540,7 @@ GPT (--model gpt; the options above apply to its data-parallel dimension):
   --cp U                 context-parallel (Ulysses) degree: each of U ranks holds
                          S/U tokens of every sample, 1..4096                     [1]
   --pp P                 pipeline stages, 1..4096; the blocks are cut into P·V stages
-                         balanced by parameter count                             [1]
+                         (--partition)                                           [1]
   --dp D                 data-parallel degree: N / (T·U·P), an error if given and
                          different                                     [N / (T·U·P)]
   --schedule S           gpipe|1f1b|interleaved|zb-h1 (docs/training.md)       [1f1b]
@@ -487,6 +550,28 @@ GPT (--model gpt; the options above apply to its data-parallel dimension):
                          interleaved schedule needs M >= P                       [1]
   --pp-dry-run           print the schedule's timeline and its bubble against the
                          formula, then exit without training (needs no launcher)
+  --partition K          blocks per stage: params (balanced by parameter count),
+                         time (by each block's measured time: a short profiling run
+                         on rank 0, or --compute-profile FILE's layer lines), or a
+                         list of P·V counts, 3,2,3                          [params]
+  --compute-profile FILE per-block times for --partition time (docs/planner.md)
+  --write-compute-profile FILE
+                         time every block's forward and backward (and the
+                         embedding's and the head's) at --batch / --micro-batches
+                         samples and tp 1, write the compute profile chorus-plan
+                         reads (docs/planner.md), and exit
+  --timeline-svg FILE    with --pp-dry-run the verifier's schedule, else the last
+                         step's recorded computations, as an SVG timeline
+  --synthetic-compute MS each computation sleeps its cost instead of computing:
+                         MS milliseconds per block forward at micro-batch 1 and
+                         tp 1, scaled by the planner's FLOP count (docs/training.md);
+                         the messages, tp all-reduces and gradient reductions stay
+                         real (on zeros; the loss reads 0); not with
+                         --sequence-parallel, --cp, --moe-experts or --zero 3
+  --peak-memory          count the bytes torch holds (a counting CPU allocator) and
+                         print "memory peak_bytes=P": the most, over the ranks, that
+                         training held beyond what the rank held before its first step,
+                         plus its parameters (what chorus-plan predicts per rank)
   --sequence-parallel    Megatron sequence parallelism on the tp group
   --heads A              attention heads, a multiple of T·U, dividing --hidden   [4]
   --seq-len S            tokens per sample, 2..65536, a multiple of U (with

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace chorus::train_tool {
 
@@ -54,14 +55,23 @@ struct Options {
   int virtual_stages = 0;   ///< --virtual-stages V: chunks per rank (0: interleaved 2, else 1)
   int micro_batches = 1;    ///< --micro-batches M: --batch splits into M (B % M == 0)
   bool pp_dry_run = false;  ///< --pp-dry-run: print the schedule's timeline and exit
-  bool sequence_parallel = false;   ///< --sequence-parallel (needs --model gpt)
-  std::int64_t heads = 4;           ///< --heads: attention heads
-  std::int64_t seq_len = 64;        ///< --seq-len: tokens per sample
-  std::string corpus;               ///< --corpus DIR of fortune files (default kFortunesDir)
-  std::int64_t eval_every = 50;     ///< --eval-every N: validation loss every N steps (0 = end)
-  std::int64_t eval_windows = 256;  ///< --eval-windows W: validation samples used (0 = all)
-  bool eval = true;                 ///< --no-eval skips the final test evaluation
-  bool help = false;                ///< -h / --help
+  /// --partition params|time|L1,L2,...: blocks per stage balanced by parameter count, by
+  /// measured time, or as listed (partition_layers, one count per virtual stage)
+  std::string partition = "params";
+  std::vector<std::int64_t> partition_layers;
+  std::string compute_profile;        ///< --compute-profile FILE: --partition time's times
+  std::string write_compute_profile;  ///< --write-compute-profile FILE: profile, write, exit
+  std::string timeline_svg;           ///< --timeline-svg FILE: the schedule's or last step's
+  double synthetic_compute = 0;       ///< --synthetic-compute MS (0: real compute)
+  bool peak_memory = false;           ///< --peak-memory: report the peak bytes torch held
+  bool sequence_parallel = false;     ///< --sequence-parallel (needs --model gpt)
+  std::int64_t heads = 4;             ///< --heads: attention heads
+  std::int64_t seq_len = 64;          ///< --seq-len: tokens per sample
+  std::string corpus;                 ///< --corpus DIR of fortune files (default kFortunesDir)
+  std::int64_t eval_every = 50;       ///< --eval-every N: validation loss every N steps (0 = end)
+  std::int64_t eval_windows = 256;    ///< --eval-windows W: validation samples used (0 = all)
+  bool eval = true;                   ///< --no-eval skips the final test evaluation
+  bool help = false;                  ///< -h / --help
 
   // GPT dropout and activation recomputation (--model gpt):
   double dropout = 0;  ///< --dropout P in [0, 1): the probability of every dropout site

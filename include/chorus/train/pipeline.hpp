@@ -39,10 +39,19 @@ struct PipelineOptions {
   /// parameter count (balanced_partition, the embedding counted on the first and last stage).
   std::vector<std::int64_t> layers_per_stage;
   ActionCosts costs;  ///< for the verifier's bubble (report())
-  /// Seconds per unit of `costs`; above 0 every computation is replaced by a sleep of its cost
-  /// (a full backward: backward_input + backward_weight) that leaves zeros where it would leave
-  /// an activation or a gradient, while the messages between stages stay real: so ranks that
-  /// share cores show the schedule's own bubble. No loss, no parameter gradient.
+  /// Per virtual stage, the costs of its computations under synthetic_compute (v·p entries);
+  /// empty: `costs` for every stage.
+  std::vector<ActionCosts> stage_costs;
+  /// Seconds per unit of `costs` (or stage_costs); above 0 every computation is replaced by a
+  /// sleep of its cost (a full backward: backward_input + backward_weight) that leaves zeros
+  /// where it would leave an activation or a gradient, while the communication stays real:
+  /// the messages between stages, each block's two all-reduces over tp (with tp > 1) of its
+  /// activation after a forward and of its gradient after a backward or B (plus the
+  /// embedding's on the first stage's forward and the head's on the last stage's backward),
+  /// and the gradients' reduction: so ranks that share cores show the schedule's own bubble.
+  /// A backward (or W) leaves zero gradients on its chunk's parameters, the last stage's
+  /// forward a loss of zero. Not with sequence parallelism or cp (their collectives are not
+  /// reproduced): InvalidArgument at construction.
   double synthetic_compute = 0;
 };
 
@@ -92,6 +101,12 @@ struct PipelineRecord {
 /// end of a computation on any rank. Each record counts from its own rank's start, so the
 /// starts must be aligned (a barrier on `pp` before the run). Collective over `pp`.
 CHORUS_EXPORT double measured_bubble(const Group& pp, const PipelineRecord& record);
+
+/// Every pipeline rank's computations in its last run, row r for pipeline rank r (each in its
+/// own rank's seconds, so aligned when the run began after a barrier on `pp`), on every rank:
+/// what render_timeline_svg draws of a real run. Collective over `pp`.
+CHORUS_EXPORT std::vector<std::vector<TimedAction>> gather_computations(
+    const Group& pp, const PipelineRecord& record);
 
 class CHORUS_EXPORT GptPipeline {
  public:

@@ -132,4 +132,14 @@ CHORUS_EXPORT double textbook_bubble(const ScheduleOptions& options, const Actio
 CHORUS_EXPORT std::string render_timeline(const PipelineSchedule& schedule,
                                           const ScheduleReport& report);
 
+/// An SVG picture of `rows` (one per pipeline rank: its computations with their start and end,
+/// in any unit, e.g. ScheduleReport::timeline or gather_computations()): ranks as rows, time
+/// to the right, each computation a box coloured by its kind (forward, backward, input
+/// gradient, weight gradient; a darker shade for odd chunks) and labelled as in
+/// render_timeline, with `title` above and a legend below. Each box is one
+/// `<rect class="action" data-rank=R data-op=OP data-micro-batch=I data-chunk=C
+/// data-start=T0 data-end=T1 ...>`, in row order and, within a row, in the row's order.
+CHORUS_EXPORT std::string render_timeline_svg(const std::vector<std::vector<TimedAction>>& rows,
+                                              const std::string& title);
+
 }  // namespace chorus::train

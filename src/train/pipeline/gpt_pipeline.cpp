@@ -13,7 +13,19 @@
 namespace chorus::train {
 namespace {
 
-const PipelineOptions& checked(const PipelineOptions& o, const PipelineGroups& g) {
+const PipelineOptions& checked(const PipelineOptions& o, const GptConfig& c,
+                               const PipelineGroups& g) {
+  const auto n = [](auto v) { return std::to_string(v); };
+  const std::size_t stages = static_cast<std::size_t>(o.schedule.stages * o.schedule.chunks);
+  require_argument(o.stage_costs.empty() || o.stage_costs.size() == stages,
+                   "GptPipeline: " + n(o.stage_costs.size()) + " stage costs for " + n(stages) +
+                       " virtual stages");
+  const int cp = g.cp ? g.cp->size() : 1;
+  require_argument(o.synthetic_compute <= 0 || (!c.sequence_parallel && cp == 1),
+                   "GptPipeline: synthetic compute does not reproduce the collectives of " +
+                       std::string(c.sequence_parallel ? "sequence parallelism" : "") +
+                       (c.sequence_parallel && cp > 1 ? " and " : "") +
+                       (cp > 1 ? "cp " + n(cp) : ""));
   require_argument(o.schedule.stages == g.pp.size(),
                    "GptPipeline: a schedule for " + std::to_string(o.schedule.stages) +
                        " stages on a pipeline group of " + std::to_string(g.pp.size()) + " ranks");
@@ -94,7 +106,7 @@ std::int64_t block_of(const std::string& name) {
 GptPipeline::Impl::Impl(const GptConfig& c, const PipelineGroups& g, const PipelineOptions& o)
     : config(c),
       groups(g),
-      options(checked(o, g)),
+      options(checked(o, c, g)),
       schedule(make_schedule(o.schedule)),
       report(verify_schedule(schedule, o.costs)),
       layers(gpt_stage_layers(c, o)),
@@ -143,6 +155,39 @@ double measured_bubble(const Group& pp, const PipelineRecord& record) {
   comm.all_reduce(&busy_and_end[0], &busy, 1, DataType::Float64, ReduceOp::Sum);
   comm.all_reduce(&busy_and_end[1], &makespan, 1, DataType::Float64, ReduceOp::Max);
   return makespan > 0 ? 1 - busy / (pp.size() * makespan) : 0;
+}
+
+std::vector<std::vector<TimedAction>> gather_computations(const Group& pp,
+                                                          const PipelineRecord& record) {
+  // Each computation as 6 doubles: op, micro-batch, chunk, start, end, and 1 (0 pads a row).
+  constexpr std::size_t kFields = 6;
+  Communicator comm = pp.comm;
+  const auto size = static_cast<std::size_t>(pp.size());
+  double mine = static_cast<double>(record.computations.size()), longest = 0;
+  comm.all_reduce(&mine, &longest, 1, DataType::Float64, ReduceOp::Max);
+  const auto width = static_cast<std::size_t>(longest) * kFields;
+  std::vector<double> send(width, 0), all(width * size, 0);
+  for (std::size_t k = 0; k < record.computations.size(); ++k) {
+    const TimedAction& t = record.computations[k];
+    const double fields[kFields] = {static_cast<double>(t.action.op),
+                                    double(t.action.micro_batch),
+                                    double(t.action.chunk),
+                                    t.start,
+                                    t.end,
+                                    1};
+    std::copy(fields, fields + kFields, send.begin() + static_cast<std::ptrdiff_t>(k * kFields));
+  }
+  if (width > 0) comm.all_gather(send.data(), all.data(), width, DataType::Float64);
+  std::vector<std::vector<TimedAction>> rows(size);
+  for (std::size_t r = 0; r < size; ++r)
+    for (std::size_t k = 0; k < width; k += kFields) {
+      const double* f = all.data() + r * width + k;
+      if (f[5] == 0) break;
+      const PipelineAction a{static_cast<PipelineOp>(static_cast<int>(f[0])),
+                             static_cast<int>(f[1]), static_cast<int>(f[2]), -1};
+      rows[r].push_back({a, f[3], f[4]});
+    }
+  return rows;
 }
 
 GptPipeline::GptPipeline(const GptConfig& config, const PipelineGroups& groups,

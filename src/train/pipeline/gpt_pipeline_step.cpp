@@ -113,21 +113,43 @@ void GptPipeline::Impl::run(const std::vector<PipelineAction>& actions, std::siz
 }
 
 void GptPipeline::Impl::synthetic(const PipelineAction& a) {
-  const ActionCosts& c = options.costs;
+  const int i = a.micro_batch, chunk = a.chunk, s = stage(chunk);
+  const ActionCosts& c = options.stage_costs.empty()
+                             ? options.costs
+                             : options.stage_costs[static_cast<std::size_t>(s)];
   const double cost = a.op == Op::Forward         ? c.forward
                       : a.op == Op::Backward      ? c.backward_input + c.backward_weight
                       : a.op == Op::BackwardInput ? c.backward_input
                                                   : c.backward_weight;
-  std::this_thread::sleep_for(std::chrono::duration<double>(cost * options.synthetic_compute));
-  const int i = a.micro_batch, chunk = a.chunk, s = stage(chunk);
+  // The blocks' tp all-reduces (and the embedding's or the head's) between slices of the sleep.
+  const bool forward = a.op == Op::Forward, weight_only = a.op == Op::BackwardWeight;
+  const std::int64_t reductions = groups.tp.size() == 1 || weight_only
+                                      ? 0
+                                      : 2 * layers[static_cast<std::size_t>(s)] +
+                                            ((forward ? s == 0 : s == last_stage()) ? 1 : 0);
+  const std::int64_t slices = std::max<std::int64_t>(1, reductions);
+  const auto slice = std::chrono::duration<double>(cost * options.synthetic_compute / slices);
+  const at::Tensor boundary =
+      at::zeros(expected("activation", i, s, s + 1).sizes, at::dtype(config.dtype));
+  for (std::int64_t k = 0; k < slices; ++k) {
+    std::this_thread::sleep_for(slice);
+    if (k < reductions) detail::all_reduce_sum(groups.tp, boundary);
+  }
   MicroBatchSlot& slot = slots[chunk][i];
-  if (a.op == Op::Forward && s < last_stage()) {
-    slot.output = at::zeros(expected("activation", i, s, s + 1).sizes, at::dtype(config.dtype));
+  if (forward && s < last_stage()) {
+    slot.output = boundary;
     if (p() == 1) slots[chunk + 1][i].input = slot.output;
+  } else if (forward && !step_loss.defined()) {
+    step_loss = at::zeros({}, at::dtype(config.dtype));
   } else if ((a.op == Op::Backward || a.op == Op::BackwardInput) && s > 0) {
     slot.input_grad = at::zeros_like(slot.input);
     hand_over_input_grad(i, chunk);
   }
+  if (a.op != Op::Backward && !weight_only) return;
+  at::NoGradGuard no_grad;  // the chunk's gradients: zeros, so that their reduction is real
+  for (const GptParameter& q : model.named_parameters())
+    if (stage_owns(q.name, s) && !q.tensor.grad().defined())
+      q.tensor.mutable_grad() = at::zeros_like(q.tensor);
 }
 
 double GptPipeline::Impl::seconds() const {

@@ -1,5 +1,5 @@
-// The text timeline of pipeline_schedule.hpp: ranks as rows, one column per the shortest
-// computation's duration.
+// The timelines of pipeline_schedule.hpp: text (ranks as rows, one column per the shortest
+// computation's duration) and SVG (ranks as rows, time to the right, a box per computation).
 #include <chorus/train/pipeline_schedule.hpp>
 
 #include <algorithm>
@@ -34,7 +34,110 @@ std::string padded(std::string text, std::size_t width) {
   return text;
 }
 
+/// The SVG boxes' fill: one hue per kind, a darker shade for odd chunks.
+const char* colour(PipelineOp op, int chunk) {
+  const bool odd = chunk % 2 == 1;
+  switch (op) {
+    case PipelineOp::Forward:
+      return odd ? "#2c5d8a" : "#4e79a7";
+    case PipelineOp::Backward:
+      return odd ? "#a83234" : "#e15759";
+    case PipelineOp::BackwardInput:
+      return odd ? "#b8650f" : "#f28e2b";
+    default:
+      return odd ? "#3b7a34" : "#59a14f";
+  }
+}
+
+/// `text` with the characters XML gives a meaning escaped.
+std::string xml(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+/// A time as text that reads back to the same double.
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+/// A coordinate in pixels, to the thousandth.
+std::string pixels(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", v);
+  return text;
+}
+
+// The SVG's geometry, in pixels.
+constexpr double kLeft = 70, kTop = 36, kWidth = 960, kRow = 30, kBox = 24;
+
 }  // namespace
+
+std::string render_timeline_svg(const std::vector<std::vector<TimedAction>>& rows,
+                                const std::string& title) {
+  double begin = 0, end = 0;
+  bool chunks = false, any = false;
+  for (const auto& row : rows)
+    for (const TimedAction& t : row) {
+      begin = any ? std::min(begin, t.start) : t.start;
+      end = any ? std::max(end, t.end) : t.end;
+      chunks = chunks || t.action.chunk > 0;
+      any = true;
+    }
+  const double scale = end > begin ? kWidth / (end - begin) : 0;
+  const double legend = kTop + kRow * static_cast<double>(rows.size()) + 16;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    pixels(kLeft + kWidth + 20) + "\" height=\"" + pixels(legend + 40) +
+                    "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  out += "<text x=\"" + pixels(kLeft) + "\" y=\"20\" font-size=\"14\">" + xml(title) + "</text>\n";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const double y = kTop + kRow * static_cast<double>(r);
+    out += "<text x=\"4\" y=\"" + pixels(y + kBox * 0.7) + "\">rank " + std::to_string(r) +
+           "</text>\n";
+    for (const TimedAction& t : rows[r]) {
+      const double x = kLeft + (t.start - begin) * scale, w = (t.end - t.start) * scale;
+      const PipelineAction& a = t.action;
+      out += "<rect class=\"action\" data-rank=\"" + std::to_string(r) + "\" data-op=\"" +
+             std::string(to_string(a.op)) + "\" data-micro-batch=\"" +
+             std::to_string(a.micro_batch) + "\" data-chunk=\"" + std::to_string(a.chunk) +
+             "\" data-start=\"" + number(t.start) + "\" data-end=\"" + number(t.end) + "\" x=\"" +
+             pixels(x) + "\" y=\"" + pixels(y) + "\" width=\"" + pixels(w) + "\" height=\"" +
+             pixels(kBox) + "\" fill=\"" + colour(a.op, a.chunk) + "\" stroke=\"white\"><title>" +
+             xml(describe(a)) + "</title></rect>\n";
+      out += "<text x=\"" + pixels(x + 2) + "\" y=\"" + pixels(y + kBox * 0.7) +
+             "\" fill=\"white\">" + label(a, chunks) + "</text>\n";
+    }
+  }
+  double x = kLeft;
+  for (PipelineOp op : {PipelineOp::Forward, PipelineOp::Backward, PipelineOp::BackwardInput,
+                        PipelineOp::BackwardWeight}) {
+    out += "<rect class=\"legend\" x=\"" + pixels(x) + "\" y=\"" + pixels(legend) +
+           "\" width=\"14\" height=\"14\" fill=\"" + colour(op, 0) + "\"/>\n";
+    const std::string name = std::string(1, letter(op)) + " " + std::string(to_string(op));
+    out += "<text x=\"" + pixels(x + 18) + "\" y=\"" + pixels(legend + 11) + "\">" + name +
+           "</text>\n";
+    x += 150;
+  }
+  char span[160];
+  std::snprintf(span, sizeof span, "time %.6g to %.6g%s", begin, end,
+                chunks ? "; odd chunks darker, chunk letters a, b, ..." : "");
+  out += "<text x=\"" + pixels(kLeft) + "\" y=\"" + pixels(legend + 32) + "\">" + span +
+         "</text>\n</svg>\n";
+  return out;
+}
 
 std::string render_timeline(const PipelineSchedule& schedule, const ScheduleReport& report) {
   const bool chunks = schedule.chunks() > 1;

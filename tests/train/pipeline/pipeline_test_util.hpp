@@ -54,12 +54,15 @@ inline PipelineGroups groups_of(const Mesh& mesh) {
 
 inline PipelineOptions options(ScheduleKind kind, int p, int m, int v = 1,
                                std::vector<std::int64_t> layers = {}) {
-  return {.schedule = {kind, p, m, v}, .layers_per_stage = std::move(layers), .costs = {}};
+  return {.schedule = {kind, p, m, v},
+          .layers_per_stage = std::move(layers),
+          .costs = {},
+          .stage_costs = {}};
 }
 
 /// `schedule`, balanced by parameter count.
 inline PipelineOptions options(const ScheduleOptions& schedule) {
-  return {.schedule = schedule, .layers_per_stage = {}, .costs = {}};
+  return {.schedule = schedule, .layers_per_stage = {}, .costs = {}, .stage_costs = {}};
 }
 
 /// The reference model's parameters by logical name.

@@ -248,8 +248,8 @@ TEST(GptPipelineTraining, DataParallelTimesPipelineMatchesTheOneProcessModel) {
 }
 
 // Synthetic compute: every computation is a sleep of its cost (ZB-H1: F, B and W of 1, 2 and
-// 1 units) and leaves no loss and no gradient (zeros summed over the embedding group at most), the
-// messages stay real, and the ranks agree on the measured bubble (a value in [0, 1);
+// 1 units) and leaves a zero loss on the last stage and zero gradients, the messages stay
+// real, and the ranks agree on the measured bubble (a value in [0, 1);
 // bench/gpt/pipeline_bubble.sh compares it with the verifier's on an otherwise idle pipeline).
 TEST(GptPipelineTraining, SyntheticComputeSleepsEachActionsCost) {
   constexpr int p = 2;
@@ -265,10 +265,14 @@ TEST(GptPipelineTraining, SyntheticComputeSleepsEachActionsCost) {
     const auto [tokens, targets] = batch(0, 8);
     Communicator pp = mesh.pp().comm;
     pp.barrier();
-    EXPECT_FALSE(pipeline.forward_backward(split_micro_batches(tokens, targets, 4)).defined());
-    for (const at::Tensor& q : pipeline.parameters()) {  // the tied embedding's sum: zeros
-      const double sum = q.grad().defined() ? q.grad().abs().sum().item<double>() : 0.0;
-      EXPECT_EQ(sum, 0);
+    const at::Tensor loss = pipeline.forward_backward(split_micro_batches(tokens, targets, 4));
+    ASSERT_EQ(loss.defined(), pipeline.holds_loss());
+    if (loss.defined()) {
+      EXPECT_EQ(loss.item<double>(), 0);
+    }
+    for (const at::Tensor& q : pipeline.parameters()) {  // zeros, to be reduced like gradients
+      ASSERT_TRUE(q.grad().defined());
+      EXPECT_EQ(q.grad().abs().sum().item<double>(), 0);
     }
     const PipelineRecord& record = pipeline.last_record();
     EXPECT_EQ(record.computations.size(), 3u * 4u);  // F, B and W of each micro-batch
@@ -283,6 +287,72 @@ TEST(GptPipelineTraining, SyntheticComputeSleepsEachActionsCost) {
     double rank0 = bubble;
     pp.broadcast(&bubble, &rank0, 1, DataType::Float64, 0);
     EXPECT_EQ(bubble, rank0);
+  });
+}
+
+// Synthetic compute on pp 2 x tp 2 with a cost per stage: each computation sleeps its own
+// stage's cost, each block's two tp all-reduces per forward and per backward stay real (plus
+// the embedding's on stage 0's forward and the head's on stage 1's backward) and nothing else
+// runs on tp; gather_computations gives every rank each rank's record.
+TEST(GptPipelineTraining, SyntheticComputeKeepsTheTensorParallelAllReduces) {
+  constexpr int p = 2, m = 3;
+  constexpr double unit = 0.002;
+  chorus::testing::ThreadJob job(4);
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.pp = p, .tp = 2}, .embedding_group = true});
+    PipelineOptions o = options(ScheduleKind::OneFOneB, p, m);
+    o.stage_costs = {{1, 2, 1}, {3, 1, 1}};
+    o.synthetic_compute = unit;
+    GptPipeline pipeline(config(4), groups_of(mesh), o);
+    mesh.ledger()->enable();
+    const auto [tokens, targets] = batch(0, 2 * m);
+    Communicator pp = mesh.pp().comm;
+    pp.barrier();
+    pipeline.forward_backward(split_micro_batches(tokens, targets, m));
+    mesh.ledger()->disable();
+    const int s = mesh.coordinates().pp;
+    const std::size_t calls = m * (2 * 2 + 2 * 2 + 1);  // 2 blocks a stage, + embedding or head
+    const LedgerTotal tp = mesh.ledger()->totals()[{"tp", CollectiveKind::AllReduce}];
+    EXPECT_EQ(tp.calls, calls);
+    EXPECT_EQ(tp.bytes, calls * 6 * 2 * 8 * sizeof(double));
+    const PipelineRecord& record = pipeline.last_record();
+    for (const TimedAction& t : record.computations) {
+      const ActionCosts& c = o.stage_costs[static_cast<std::size_t>(s)];
+      const double cost =
+          t.action.op == PipelineOp::Forward ? c.forward : c.backward_input + c.backward_weight;
+      EXPECT_GE(t.end - t.start, cost * unit * 0.99) << describe(t.action);
+    }
+    const auto rows = gather_computations(mesh.pp(), record);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].size(), 2u * m);
+    EXPECT_EQ(rows[1].size(), 2u * m);
+    for (std::size_t k = 0; k < record.computations.size(); ++k) {
+      EXPECT_EQ(rows[s][k].action, record.computations[k].action);
+      EXPECT_EQ(rows[s][k].start, record.computations[k].start);
+      EXPECT_EQ(rows[s][k].end, record.computations[k].end);
+    }
+  });
+}
+
+// Synthetic compute does not reproduce sequence parallelism's collectives: refused.
+TEST(GptPipelineTraining, SyntheticComputeRefusesSequenceParallelism) {
+  chorus::testing::ThreadJob job(2);
+  ASSERT_TRUE(job.ok());
+  job.run([](Communicator& world) {
+    const Mesh mesh(world, {.degrees = {.tp = 2}});
+    GptConfig c = config(2);
+    c.sequence_parallel = true;
+    PipelineOptions o = options(ScheduleKind::OneFOneB, 1, 1);
+    o.synthetic_compute = 0.001;
+    try {
+      GptPipeline pipeline(c, groups_of(mesh), o);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(),
+                   "GptPipeline: synthetic compute does not reproduce the collectives of "
+                   "sequence parallelism");
+    }
   });
 }
 
