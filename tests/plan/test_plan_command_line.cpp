@@ -75,8 +75,11 @@ TEST(PlanCommandLine, OptionsChorusTrainDoesNotKnowYetAreTheListedOnes) {
       parse(train_arguments(line));
     } catch (const Error& error) {
       const std::string what = error.what();
+      // --moe-group-tokens: an MoE layout with --cp, whose routing groups (a sample's whole
+      // sequence when the line does not say) would span the cp ranks.
       EXPECT_TRUE(what.find("--moe-experts") != std::string::npos ||
                   what.find("--moe-top-k") != std::string::npos ||
+                  what.find("--moe-group-tokens") != std::string::npos ||
                   what.find("--ep") != std::string::npos ||
                   what.find("--zero") != std::string::npos)
           << what;

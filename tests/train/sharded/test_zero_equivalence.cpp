@@ -127,8 +127,11 @@ TEST(ZeroEquivalence, AccumulationOverMicroBatches) {
     for (int n : {1, 2, 3, 4}) {
       SCOPED_TRACE("ZeRO-" + std::to_string(stage) + ", dp " + std::to_string(n));
       const Trained want = reference(d, Opt::Adam, kSeed);
+      // Built before the threads start: make_mlp seeds torch's one global generator.
+      std::vector<std::shared_ptr<torch::nn::SequentialImpl>> models;
+      for (int r = 0; r < n; ++r) models.push_back(make_mlp(kSeed, at::kDouble));
       on_ranks(n, [&](const Group& group, int rank) {
-        auto model = make_mlp(kSeed, at::kDouble);
+        auto& model = models[static_cast<std::size_t>(rank)];
         ZeroOptimizer zero(model->parameters(), group, factory(Opt::Adam), small_buckets(stage));
         const std::int64_t rows = kBatch / n, first = rows / 2;
         for (std::size_t s = 0; s < d.x.size(); ++s) {

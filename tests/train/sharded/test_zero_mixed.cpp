@@ -76,8 +76,11 @@ std::string describe(const MixedRun& s, int ranks) {
 /// Trains kSteps at dp `ranks` under `s`; returns rank 0's fp32 master parameters, whole.
 std::vector<at::Tensor> run_mixed(const MixedRun& s, int ranks, const Data& d) {
   std::vector<at::Tensor> result;
+  // Built before the threads start: make_mlp seeds torch's one global generator.
+  std::vector<std::shared_ptr<torch::nn::SequentialImpl>> models;
+  for (int r = 0; r < ranks; ++r) models.push_back(make_mlp(kSeed, at::kFloat));
   on_ranks(ranks, [&](const Group& group, int rank) {
-    auto model = make_mlp(kSeed, at::kFloat);
+    auto& model = models[static_cast<std::size_t>(rank)];
     const std::int64_t rows = kBatch / ranks;
     std::unique_ptr<ZeroOptimizer> zero;
     std::unique_ptr<Zero3> zero3;
