@@ -60,27 +60,21 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--sequence-parallel") {
-      o.sequence_parallel = true;
-      continue;
-    }
-    if (i + 1 >= argc) usage(flag + " needs a value");
-    const char* text = argv[++i];
-    char* end = nullptr;
-    const long long value = std::strtoll(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || value < 0) usage(flag + " takes a number, not " + text);
-    const std::pair<const char*, std::int64_t*> numbers[] = {
-        {"--tp", &o.tp},           {"--cp", &o.cp},       {"--layers", &o.layers},
-        {"--hidden", &o.hidden},   {"--heads", &o.heads}, {"--seq", &o.seq},
-        {"--batch", &o.batch},     {"--steps", &o.steps}, {"--warmup", &o.warmup},
-        {"--threads", &o.threads}, {"--seed", &o.seed}};
-    const auto known = std::find_if(std::begin(numbers), std::end(numbers),
-                                    [&](const auto& n) { return flag == n.first; });
-    if (known == std::end(numbers)) usage("unknown option " + flag);
-    *known->second = value;
-  }
+  chorus::bench::parse_flags(argc, argv,
+                             {.switches = {{"--sequence-parallel", &o.sequence_parallel}},
+                              .words = {},
+                              .numbers = {{"--tp", &o.tp},
+                                          {"--cp", &o.cp},
+                                          {"--layers", &o.layers},
+                                          {"--hidden", &o.hidden},
+                                          {"--heads", &o.heads},
+                                          {"--seq", &o.seq},
+                                          {"--batch", &o.batch},
+                                          {"--steps", &o.steps},
+                                          {"--warmup", &o.warmup},
+                                          {"--threads", &o.threads},
+                                          {"--seed", &o.seed}}},
+                             usage);
   if (o.tp < 1 || o.cp < 1 || o.layers < 1 || o.steps < 1 || o.threads < 1 || o.tp > 4096 ||
       o.cp > 4096 || o.threads > 256)
     usage("a value is out of range");

@@ -61,26 +61,23 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) usage(flag + " needs a value");
-    const char* text = argv[++i];
-    char* end = nullptr;
-    const long long value = std::strtoll(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || value < 0) usage(flag + " takes a number, not " + text);
-    const std::pair<const char*, std::int64_t*> numbers[] = {
-        {"--ep", &o.ep},         {"--experts", &o.experts},
-        {"--top-k", &o.top_k},   {"--capacity", &o.capacity},
-        {"--layers", &o.layers}, {"--hidden", &o.hidden},
-        {"--heads", &o.heads},   {"--seq", &o.seq},
-        {"--batch", &o.batch},   {"--steps", &o.steps},
-        {"--warmup", &o.warmup}, {"--skew", &o.skew},
-        {"--seed", &o.seed}};
-    const auto known = std::find_if(std::begin(numbers), std::end(numbers),
-                                    [&](const auto& n) { return flag == n.first; });
-    if (known == std::end(numbers)) usage("unknown option " + flag);
-    *known->second = value;
-  }
+  chorus::bench::parse_flags(argc, argv,
+                             {.switches = {},
+                              .words = {},
+                              .numbers = {{"--ep", &o.ep},
+                                          {"--experts", &o.experts},
+                                          {"--top-k", &o.top_k},
+                                          {"--capacity", &o.capacity},
+                                          {"--layers", &o.layers},
+                                          {"--hidden", &o.hidden},
+                                          {"--heads", &o.heads},
+                                          {"--seq", &o.seq},
+                                          {"--batch", &o.batch},
+                                          {"--steps", &o.steps},
+                                          {"--warmup", &o.warmup},
+                                          {"--skew", &o.skew},
+                                          {"--seed", &o.seed}}},
+                             usage);
   if (o.ep < 1 || o.experts < 1 || o.steps < 1 || o.skew > 100) usage("a value is out of range");
   return o;
 }

@@ -77,33 +77,27 @@ const char* const kStrategies[] = {"ddp", "zero1", "zero2", "zero3"};
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--private-buckets") {
-      o.private_buckets = true;
-      continue;
-    }
-    if (i + 1 >= argc) usage(flag + " needs a value");
-    const std::string text = argv[++i];
-    if (flag == "--strategy") {
-      if (std::find(std::begin(kStrategies), std::end(kStrategies), text) == std::end(kStrategies))
-        usage("--strategy takes ddp, zero1, zero2 or zero3, not " + text);
-      o.strategy = text;
-      continue;
-    }
-    char* end = nullptr;
-    const long long value = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || value < 0) usage(flag + " takes a number, not " + text);
-    const std::pair<const char*, std::int64_t*> numbers[] = {
-        {"--layers", &o.layers},     {"--hidden", &o.hidden},        {"--heads", &o.heads},
-        {"--seq", &o.seq},           {"--batch", &o.batch},          {"--steps", &o.steps},
-        {"--warmup", &o.warmup},     {"--threads", &o.threads},      {"--seed", &o.seed},
-        {"--prefetch", &o.prefetch}, {"--budget-mib", &o.budget_mib}};
-    const auto known = std::find_if(std::begin(numbers), std::end(numbers),
-                                    [&](const auto& n) { return flag == n.first; });
-    if (known == std::end(numbers)) usage("unknown option " + flag);
-    *known->second = value;
-  }
+  const auto strategy = [&](const std::string& text) -> std::string {
+    if (std::find(std::begin(kStrategies), std::end(kStrategies), text) == std::end(kStrategies))
+      return "--strategy takes ddp, zero1, zero2 or zero3, not " + text;
+    o.strategy = text;
+    return {};
+  };
+  chorus::bench::parse_flags(argc, argv,
+                             {.switches = {{"--private-buckets", &o.private_buckets}},
+                              .words = {{"--strategy", strategy}},
+                              .numbers = {{"--layers", &o.layers},
+                                          {"--hidden", &o.hidden},
+                                          {"--heads", &o.heads},
+                                          {"--seq", &o.seq},
+                                          {"--batch", &o.batch},
+                                          {"--steps", &o.steps},
+                                          {"--warmup", &o.warmup},
+                                          {"--threads", &o.threads},
+                                          {"--seed", &o.seed},
+                                          {"--prefetch", &o.prefetch},
+                                          {"--budget-mib", &o.budget_mib}}},
+                             usage);
   if (o.layers < 1 || o.steps < 1 || o.threads < 1 || o.threads > 256 || o.batch < 1 || o.seq < 1 ||
       o.prefetch > 64)
     usage(
