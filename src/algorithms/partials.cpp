@@ -29,8 +29,9 @@ const float* as_float(Operand x, std::size_t first, std::size_t count, Block& bl
 }  // namespace
 
 DataType partial_type(const Call& args) {
+  if (!is_half(args.dtype)) return args.dtype;
   const DataType wide = accumulation_type(args.dtype, args.op);
-  return is_half(args.dtype) && wide == DataType::Float32 ? wide : args.dtype;
+  return wide == DataType::Float32 ? wide : args.dtype;
 }
 
 int fold_half_average(const Call& args, int nranks) {
@@ -62,11 +63,12 @@ void reduce_operands(void* dst, DataType dst_type, Operand a, Operand b, std::si
 void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count, const Call& args,
                 int divisor) {
   const DataType dtype = args.dtype;
-  if (partial_type(args) != dtype && divisor <= 1) {
+  const DataType partial = partial_type(args);
+  if (partial != dtype && divisor <= 1) {
     // One pass: each input widened in registers, reduced in fp32, rounded once.
     return reduce_halves(out, inputs.data(), inputs.size(), count, dtype, args.op);
   }
-  if (partial_type(args) == dtype) {
+  if (partial == dtype) {
     reduce_into(out, inputs[0], inputs[1], count, dtype, args.op);
     for (std::size_t k = 2; k < inputs.size(); ++k) {
       reduce_inplace(out, inputs[k], count, dtype, args.op);

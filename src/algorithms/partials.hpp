@@ -12,8 +12,10 @@
 
 #include <chorus/types.hpp>
 
+#include <array>
 #include <cstddef>
 #include <span>
+#include <vector>
 
 namespace chorus::algorithms {
 
@@ -39,6 +41,26 @@ struct Operand {
 /// dtype; no other overlap.
 void reduce_operands(void* dst, DataType dst_type, Operand a, Operand b, std::size_t count,
                      ReduceOp op, int divisor = 1);
+
+/// The input pointers of one reduce_all. Up to kInline of them live in the object itself, so
+/// a call on a host of up to that many ranks allocates nothing; more go to the heap.
+class Operands {
+ public:
+  static constexpr std::size_t kInline = 16;
+  /// Room for `capacity` pointers.
+  explicit Operands(std::size_t capacity) : heap_(capacity > kInline ? capacity : 0) {}
+  Operands(const Operands&) = delete;
+  Operands& operator=(const Operands&) = delete;
+  /// Adds one; at most `capacity` in all.
+  void push_back(const void* input) { data()[size_++] = input; }
+  operator std::span<const void* const>() { return {data(), size_}; }
+
+ private:
+  const void** data() { return heap_.empty() ? inline_.data() : heap_.data(); }
+  std::array<const void*, kInline> inline_{};
+  std::vector<const void*> heap_;
+  std::size_t size_ = 0;
+};
 
 /// out (args.dtype) = inputs[0] op inputs[1] op ... (each `count` elements of args.dtype,
 /// at least two), in partial_type(args), divided by `divisor` when it is > 1, rounded once.

@@ -78,8 +78,7 @@ std::size_t WindowCall::chunk_elements() const {
 void WindowCall::reduce_inputs(std::size_t first, std::size_t count, std::byte* out) const {
   const int n = arena_.size();
   const int r = arena_.rank();
-  std::vector<const void*> inputs;
-  inputs.reserve(static_cast<std::size_t>(n));
+  Operands inputs(static_cast<std::size_t>(n));
   for (int step = 0; step < n; ++step) {
     inputs.push_back(element_at(send((r + step) % n), first, args_.dtype));
   }

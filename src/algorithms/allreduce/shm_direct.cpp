@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace chorus::algorithms {
 namespace {
@@ -48,7 +47,7 @@ void allreduce_one_round(HostArena& arena, const Call& args, const Context& ctx,
   arena.post(2 * g);
   if (!keeps_result) return;
   arena.wait_all(2 * g, ctx.deadline);
-  std::vector<const void*> inputs;
+  Operands inputs(static_cast<std::size_t>(arena.size()));
   for (int k = 0; k < arena.size(); ++k) inputs.push_back(arena.buffer(k, g));
   reduce_all(args.recv, inputs, args.count, args, divisor);
 }
@@ -71,7 +70,8 @@ void allreduce_chunk(HostArena& arena, const Call& args, const Context& ctx, std
   arena.wait_all(2 * g, ctx.deadline);
   std::byte* mine = element_at(buffer, own.offset, args.dtype);
   if (own.count > 0) {
-    std::vector<const void*> inputs{element_at(input, own.offset, args.dtype)};
+    Operands inputs(static_cast<std::size_t>(n));
+    inputs.push_back(element_at(input, own.offset, args.dtype));
     for (int k = (r + 1) % n; k != r; k = (k + 1) % n) {
       inputs.push_back(element_at(arena.buffer(k, g), own.offset, args.dtype));
     }

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace chorus::algorithms {
 namespace {
@@ -36,7 +35,7 @@ void reduce_scatter_round(HostArena& arena, const Call& args, const Context& ctx
   }
   arena.post(2 * g);
   arena.wait_all(2 * g, ctx.deadline);
-  std::vector<const void*> inputs;
+  Operands inputs(static_cast<std::size_t>(n));
   for (int k = 0; k < n; ++k) inputs.push_back(arena.buffer(k, g) + piece * r);
   reduce_all(element_at(args.recv, offset, args.dtype), inputs, c, args, divisor);
 }
