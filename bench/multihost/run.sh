@@ -25,6 +25,7 @@ fi
 mkdir -p "$out"
 mpi_bin="${PEER_BUILD:-$root/build-bench/peers}/mpi_collectives"
 [ -x "$mpi_bin" ] || { echo "run.sh: build the peers first (bench/setup-peers.sh)" >&2; exit 2; }
+mpi_bin="$(realpath "$mpi_bin")"  # mpirun starts it in the hosts' namespaces, from another cwd
 perf="$build/tools/chorus-perf/chorus-perf"
 sizes=(-b 4M -e 64M -f 4 -n 5 -w 1)
 small=(-b 8 -e 8 -n 2000 -w 100)
@@ -52,6 +53,7 @@ for ranks in ${RANKS:-1 2 4}; do
       ip netns exec \"\$1\" python3 '$here/link.py' measure \"\$a1\" 5201 >link.json
       wait \$server; touch '$flag'; sleep 1; rm -f '$flag'
     elif [ \"\$HOSTS_JOB\" = $last ]; then
+      trap \"touch '$flag'\" EXIT  # a failed Open MPI run frees the waiting ranks too
       set -- \$HOSTS_ADDRS; a0=\$1; a1=\$2
       for c in ${collectives[*]}; do
         for s in '${sizes[*]}' '${small[*]}'; do
