@@ -87,6 +87,8 @@ void run_collective(CommState& comm, algorithms::Call& call, Clock::time_point s
   if (started == Clock::time_point{}) started = Clock::now();
   algorithms::Context context{*comm.transport};
   context.arena = comm.arena.get();
+  context.host_arena = comm.host_arena.get();
+  context.host_members = comm.host_members;
   context.cross_memory = comm.config.cma;
   context.started = started;
   context.deadline = started + comm.config.timeout;
