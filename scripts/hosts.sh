@@ -30,8 +30,9 @@ options:
   --port PORT            the job's --master-port; its store uses PORT+1
                          (default 29500)
   --timeout S            stop a job that runs longer than S seconds (default 600)
-  --max-restarts N       every host's chorusrun restarts the job when a rank fails,
-                         up to N times (chorusrun --max-restarts; default 0)
+  --max-restarts N       when a rank fails on any host, the hosts' chorusruns
+                         restart the job together, up to N times (chorusrun
+                         --max-restarts; default 0)
   --chorusrun PATH       the launcher (default: build/tools/chorusrun/chorusrun
                          of this checkout if built, else chorusrun in PATH)
   --logs DIR             keep each host's output as DIR/job<j>.host<i>.log

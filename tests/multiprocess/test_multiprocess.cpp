@@ -1,7 +1,6 @@
 // Real processes: every collective through chorusrun on both transports (one node,
 // and two chorusrun nodes on loopback), and a rank killed with SIGKILL in the middle
 // of a collective.
-#include "bootstrap/socket.hpp"
 #include "bootstrap/store.hpp"
 #include "process.hpp"
 
@@ -74,26 +73,10 @@ TEST(SocketIfname, UnknownInterfaceFailsTheJobAtStart) {
   EXPECT_NE(result.err.find(sentence), std::string::npos) << result.err;
 }
 
-/// A port P such that P and P + 1 are free now: node 0's MASTER_PORT and the default
-/// port of its chorusrun's store.
-std::string free_port_with_next() {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    net::Socket first = net::listen_tcp("127.0.0.1", 0);
-    std::uint16_t port = net::local_port(first);
-    if (port == 65535) continue;
-    try {
-      net::listen_tcp("127.0.0.1", static_cast<std::uint16_t>(port + 1));
-      return std::to_string(port);
-    } catch (const chorus::Error&) {
-    }
-  }
-  throw std::runtime_error("no two consecutive free ports");
-}
-
 // Two chorusrun processes (--nnodes 2, node ranks 0 and 1) make one job of 2 x 2 ranks:
 // node 1's ranks join node 0's store through CHORUS_STORE_ADDR and CHORUS_STORE_PORT.
 TEST(ChorusrunNodes, TwoNodesOnLoopback) {
-  const std::string port = free_port_with_next();
+  const std::string port = test::free_port_with_next();
   test::ProcessOptions options;
   options.env = {"CHORUS_AUTH_TOKEN=two-node-secret", "CHORUS_TIMEOUT=60"};
   options.timeout = 90s;

@@ -1,6 +1,8 @@
 // Child-process runner for the tools' tests (see process.hpp).
 #include "process.hpp"
 
+#include <chorus/error.hpp>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -15,6 +17,8 @@
 #include <map>
 #include <stdexcept>
 #include <thread>
+
+#include "bootstrap/socket.hpp"
 
 extern char** environ;
 
@@ -132,6 +136,20 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
+}
+
+std::string free_port_with_next() {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    net::Socket first = net::listen_tcp("127.0.0.1", 0);
+    std::uint16_t port = net::local_port(first);
+    if (port == 65535) continue;
+    try {
+      net::listen_tcp("127.0.0.1", static_cast<std::uint16_t>(port + 1));
+      return std::to_string(port);
+    } catch (const chorus::Error&) {
+    }
+  }
+  throw std::runtime_error("no two consecutive free ports");
 }
 
 }  // namespace chorus::test

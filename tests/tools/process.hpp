@@ -31,6 +31,10 @@ struct ProcessResult {
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
+/// A port P such that P and P + 1 are free on 127.0.0.1 now: node 0's MASTER_PORT and the
+/// default port of its chorusrun's store.
+std::string free_port_with_next();
+
 /// Waits until `path` exists and is non-empty; false after `timeout`.
 bool wait_for_file(const std::string& path, std::chrono::milliseconds timeout);
 

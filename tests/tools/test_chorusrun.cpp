@@ -318,6 +318,27 @@ TEST(Chorusrun, RestartsRunOutOrDoNotApply) {
   EXPECT_EQ(timed.err.find("restarting"), std::string::npos) << timed.err;
 }
 
+// A signal to chorusrun while it stops the ranks after a failure (rank 0 ignores SIGTERM, so
+// the grace period runs) ends the job: no restart.
+TEST(Chorusrun, SignalWhileStoppingIsNotRestarted) {
+  TempDir dir;
+  ProcessOptions options;
+  options.on_start = [&](pid_t launcher) {
+    ASSERT_TRUE(wait_for_file(dir.path() + "/failing", 10s));
+    std::this_thread::sleep_for(500ms);
+    kill(launcher, SIGINT);
+  };
+  const std::string d = dir.path();
+  const std::string script =
+      "if [ \"$RANK\" = 1 ]; then until [ -e " + d + "/ready ]; do sleep 0.05; done; echo x > " +
+      d + "/failing; exit 5; fi; trap '' TERM; echo x > " + d + "/ready; exec sleep 30";
+  ProcessResult result = chorusrun({"--max-restarts", "2", "-n", "2", "sh", "-c", script}, options);
+  EXPECT_EQ(result.exit_code, 128 + SIGINT) << result.err;
+  EXPECT_NE(result.err.find("got SIGINT; killing the ranks"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("restarting"), std::string::npos) << result.err;
+  EXPECT_LT(result.seconds, 10);
+}
+
 TEST(Chorusrun, SigtermIsForwarded) {
   TempDir dir;
   ProcessOptions options;

@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <chorus/error.hpp>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -35,8 +34,6 @@ struct Child {
   bool alive = false;
 };
 
-void say(const std::string& line) { write_all(2, "chorusrun: " + line + "\n"); }
-
 std::string describe_exit(const Child& child, int status) {
   std::string who =
       "rank " + std::to_string(child.rank) + " (pid " + std::to_string(child.pid) + ")";
@@ -47,17 +44,6 @@ std::string describe_exit(const Child& child, int status) {
            (name ? name : "unknown") + ")";
   }
   return who + " exited with status " + std::to_string(WEXITSTATUS(status));
-}
-
-std::string signal_name(int number) {
-  const char* abbreviation = sigabbrev_np(number);
-  return abbreviation ? std::string("SIG") + abbreviation : "signal " + std::to_string(number);
-}
-
-std::string seconds_text(double seconds) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", seconds);
-  return buffer;
 }
 
 class Supervisor {
@@ -73,9 +59,10 @@ class Supervisor {
       reap();
       relay_.read_available();
       check_deadlines();
+      check_peers();
     }
     relay_.close_all();
-    return {exit_code_, rank_failed_};
+    return {exit_code_, end_, what_};
   }
 
  private:
@@ -87,8 +74,10 @@ class Supervisor {
         if (spawned.stdout_fd >= 0) relay_.add(spawned.stdout_fd, launch.rank, 1);
         if (spawned.stderr_fd >= 0) relay_.add(spawned.stderr_fd, launch.rank, 2);
       } catch (const Error& error) {
-        say("cannot start rank " + std::to_string(launch.rank) + ": " + error.what());
-        exit_code_ = 1;
+        const std::string failure =
+            "cannot start rank " + std::to_string(launch.rank) + ": " + error.what();
+        say(failure);
+        end(1, RunEnd::Stopped, failure);
         stop(SIGTERM);
         return;
       }
@@ -114,9 +103,9 @@ class Supervisor {
   void wait_for_events() {
     std::vector<pollfd> fds{pollfd{signals_.fd(), POLLIN, 0}};
     relay_.append_pollfds(&fds);
-    milliseconds timeout = kTick;
+    milliseconds timeout = plan_.peers ? kPeerPoll : kTick;
     for (const auto& deadline :
-         {job_deadline_, kill_deadline_, give_up_deadline_, drain_deadline_}) {
+         {job_deadline_, kill_deadline_, give_up_deadline_, drain_deadline_, peer_stop_deadline_}) {
       if (deadline) timeout = std::min(timeout, milliseconds(remaining_ms(*deadline)));
     }
     poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
@@ -125,15 +114,16 @@ class Supervisor {
   void handle_signals() {
     for (int number : signals_.drain()) {
       if (!is_forwarded_signal(number)) continue;  // SIGCHLD: reap() runs next anyway
+      const bool again = end_ == RunEnd::Stopped;
+      end_by_signal(number);
       if (stopping_) {
-        say("got " + signal_name(number) + " again; killing the ranks");
+        say("got " + signal_name(number) + (again ? " again" : "") + "; killing the ranks");
         kill_all(SIGKILL);
         kill_deadline_.reset();
         give_up_deadline_ = deadline_after(kGiveUp);
         continue;
       }
       say("got " + signal_name(number) + "; forwarding it to the ranks");
-      exit_code_ = 128 + number;
       stop(number);
     }
   }
@@ -153,24 +143,65 @@ class Supervisor {
   void on_exit(const Child& child, int status) {
     bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (success || stopping_) return;  // ranks we stopped are not news
-    say(describe_exit(child, status));
-    exit_code_ = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-    rank_failed_ = true;
+    const std::string failure = describe_exit(child, status);
+    say(failure);
+    if (plan_.peers) plan_.peers->report_failure(failure);
+    end(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1, RunEnd::RankFailed, failure);
     stop(SIGTERM);
   }
 
   void check_deadlines() {
-    if (job_deadline_ && expired(*job_deadline_) && !stopping_) {
-      say("timeout: the job ran longer than " + seconds_text(plan_.timeout_seconds) +
-          " s; stopping " + std::to_string(alive_count()) + " rank(s)");
-      exit_code_ = 124;
-      stop(SIGTERM);
+    if (job_deadline_ && expired(*job_deadline_)) {
+      job_deadline_.reset();  // acted on once: the loop's poll() must not spin on it
+      if (!stopping_) on_timeout();
     }
     if (kill_deadline_ && expired(*kill_deadline_)) {
       kill_all(SIGKILL);
       kill_deadline_.reset();
       give_up_deadline_ = deadline_after(kGiveUp);
     }
+  }
+
+  void on_timeout() {
+    const std::string limit = seconds_text(plan_.timeout_seconds);
+    say("timeout: the job ran longer than " + limit + " s; stopping " +
+        std::to_string(alive_count()) + " rank(s)");
+    end(124, RunEnd::Stopped, std::string("ran longer than --timeout ") + limit + " s");
+    stop(SIGTERM);
+  }
+
+  // While ranks run, asks the other nodes whether to stop them (PeerNodes::poll), and stops
+  // them kPeerStopDelay after the first reason.
+  void check_peers() {
+    if (!plan_.peers) return;
+    std::optional<std::string> reason = plan_.peers->poll();
+    if (reason && !peer_reason_) {
+      peer_reason_ = std::move(reason);
+      peer_stop_deadline_ = deadline_after(kPeerStopDelay);
+    }
+    if (!peer_stop_deadline_ || !expired(*peer_stop_deadline_)) return;
+    peer_stop_deadline_.reset();
+    if (stopping_ || alive_count() == 0) return;
+    say(*peer_reason_ + "; stopping this node's " + std::to_string(alive_count()) + " rank(s)");
+    end(1, RunEnd::PeerStop, *peer_reason_);
+    stop(SIGTERM);
+  }
+
+  // Records how the run ends (the first cause only: what follows is its consequence).
+  void end(int exit_code, RunEnd why, const std::string& what) {
+    if (end_ != RunEnd::Succeeded) return;
+    exit_code_ = exit_code;
+    end_ = why;
+    what_ = what;
+  }
+
+  // A signal to chorusrun ends the run as Stopped (never restarted), even one that arrives
+  // while the ranks are being stopped for another reason; the first signal is the one kept.
+  void end_by_signal(int number) {
+    if (end_ == RunEnd::Stopped) return;
+    exit_code_ = 128 + number;
+    end_ = RunEnd::Stopped;
+    what_ = std::string("got ") + signal_name(number);
   }
 
   // Sends `number` to every live rank and arms SIGKILL after the grace period.
@@ -190,9 +221,12 @@ class Supervisor {
   SignalPipe& signals_;
   LineRelay relay_;
   std::vector<Child> children_;
-  std::optional<Deadline> job_deadline_, kill_deadline_, give_up_deadline_, drain_deadline_;
+  std::optional<Deadline> job_deadline_, kill_deadline_, give_up_deadline_, drain_deadline_,
+      peer_stop_deadline_;
+  std::optional<std::string> peer_reason_;  ///< why the other nodes want the ranks stopped
   bool stopping_ = false;
-  bool rank_failed_ = false;
+  RunEnd end_ = RunEnd::Succeeded;
+  std::string what_;
   int exit_code_ = 0;
 };
 

@@ -8,12 +8,14 @@
 #include <optional>
 #include <string>
 
+#include "agreement.hpp"
 #include "bootstrap/auth.hpp"
 #include "bootstrap/socket.hpp"
 #include "bootstrap/store.hpp"
 #include "job.hpp"
 #include "launcher.hpp"
 #include "options.hpp"
+#include "output.hpp"
 #include "signals.hpp"
 #include "spawn.hpp"
 
@@ -62,6 +64,48 @@ std::unique_ptr<StoreServer> host_store(const std::string& host, int port,
 // single-node job without --master-port). Rank 0 binds it later, as under torchrun.
 int free_port() { return net::local_port(net::listen_tcp("", 0)); }
 
+std::string restart_line(int restart, const Options& options) {
+  return std::string("restarting the job (restart ")
+      .append(std::to_string(restart))
+      .append(" of ")
+      .append(std::to_string(options.max_restarts))
+      .append(")");
+}
+
+// One node, or several without --max-restarts: this node's ranks, restarted by themselves.
+int run_alone(const Options& options, const JobContact& contact, const Program& program,
+              SignalPipe& signals, std::optional<Deadline> deadline) {
+  for (int restart = 0;; ++restart) {
+    JobPlan plan = make_job_plan(options, contact, program, restart);
+    plan.deadline = deadline;
+    const JobResult result = run_job(plan, signals);
+    if (result.end != RunEnd::RankFailed || restart >= options.max_restarts) {
+      return result.exit_code;
+    }
+    say(restart_line(restart + 1, options));
+  }
+}
+
+// Several nodes with --max-restarts: the launchers agree on every restart (agreement.hpp).
+int run_agreed(const Options& options, const JobContact& contact, const Program& program,
+               SignalPipe& signals, std::optional<Deadline> deadline) {
+  NodeAgreement agreement(
+      {contact.master_addr, contact.store_port, contact.secret, options.nnodes, options.node_rank,
+       options.max_restarts, silence_limit_from_env(), deadline},
+      signals);
+  if (std::optional<int> exit_code = agreement.connect()) return *exit_code;
+  for (int restart = 0;; ++restart) {
+    if (std::optional<int> exit_code = agreement.join_round(restart)) return *exit_code;
+    JobPlan plan = make_job_plan(options, contact, program, restart);
+    plan.deadline = deadline;
+    plan.peers = &agreement;
+    const RoundEnd end = agreement.end_round(run_job(plan, signals));
+    if (!end.restart) return end.exit_code;
+    say(restart_line(restart + 1, options) + " on all " + std::to_string(options.nnodes) +
+        " nodes: " + end.failure);
+  }
+}
+
 int launch(const Options& options) {
   std::string secret;
   Program program;
@@ -91,14 +135,10 @@ int launch(const Options& options) {
     deadline = deadline_after(
         std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
   }
-  for (int restart = 0;; ++restart) {
-    JobPlan plan = make_job_plan(options, contact, program, restart);
-    plan.deadline = deadline;
-    const JobResult result = run_job(plan, signals);
-    if (!result.rank_failed || restart >= options.max_restarts) return result.exit_code;
-    std::fprintf(stderr, "chorusrun: restarting the job (restart %d of %d)\n", restart + 1,
-                 options.max_restarts);
+  if (options.nnodes > 1 && options.max_restarts > 0) {
+    return run_agreed(options, contact, program, signals, deadline);
   }
+  return run_alone(options, contact, program, signals, deadline);
 }
 
 }  // namespace

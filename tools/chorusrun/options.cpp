@@ -210,9 +210,10 @@ options:
   --tag-output                 prefix every output line with "[rank] "
   --timeout S                  stop the job after S seconds, restarts included
                                (exit status 124)
-  --max-restarts N             when a rank fails, stop every rank and start the
-                               job again, up to N times (default 0; torchrun's
-                               meaning); every node of the job must give the same N
+  --max-restarts N             when a rank fails, stop every rank (of every
+                               node) and start the job again, up to N times
+                               (default 0; torchrun's meaning); every node of
+                               the job must give the same N
   --bind-to core|none          core: local rank i runs only on the i-th CPU this
                                launcher may use (wrapping around when ranks
                                outnumber CPUs), like mpirun --bind-to core;
@@ -255,9 +256,20 @@ new one. A program that saves checkpoints resumes from its last complete one
 (chorus-train: --checkpoint F --checkpoint-every S --resume). A job stopped by a
 signal to chorusrun or by --timeout is not restarted.
 
+With --nnodes > 1 the launchers agree on restarts through the job's store:
+a rank that fails on any node stops the ranks of every node (1 s later, so that
+ranks which see the failure report it first), and every node starts restart K
+once all launchers have joined it; a node whose ranks
+finished waits for the job's outcome; when no restart is left, every launcher
+exits non-zero naming the failed rank and its node. A signal to any launcher,
+its --timeout or a rank it cannot start stops every node without a restart.
+Node 0's chorusrun serves the store for the whole job and exits last. A
+launcher not heard from for CHORUS_TIMEOUT seconds (at least 3) is given up on
+and the job stops; losing the store (node 0's chorusrun died) stops it at once.
+
 exit status: 0 when every rank succeeded (in the last restart), 1 or 128+signal
-when one failed (and no restart was left),
-124 on --timeout, 2 on bad usage, 127 when the program cannot be found.
+when one failed (and no restart was left; 1 on the other nodes), 124 on
+--timeout, 2 on bad usage, 127 when the program cannot be found.
 )";
 }
 

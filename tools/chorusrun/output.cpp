@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 namespace chorus::run {
 
@@ -25,6 +26,14 @@ void write_all(int fd, const std::string& data) {
     }
     return;  // EPIPE and other errors: nobody reads this output any more
   }
+}
+
+void say(const std::string& line) { write_all(2, "chorusrun: " + line + "\n"); }
+
+std::string seconds_text(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", seconds);
+  return buffer;
 }
 
 LineRelay::~LineRelay() { close_all(); }

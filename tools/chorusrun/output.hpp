@@ -48,6 +48,12 @@ class LineRelay {
   std::vector<Stream> streams_;
 };
 
+/// Writes "chorusrun: LINE\n" to stderr.
+void say(const std::string& line);
+
+/// Seconds as messages show them ("%g": 0.5, 3, 300).
+std::string seconds_text(double seconds);
+
 /// Writes all of `data` to `fd` (retrying short writes, EINTR and EAGAIN);
 /// gives up silently when the reader went away (EPIPE) or after ~10 s blocked.
 void write_all(int fd, const std::string& data);

@@ -80,4 +80,10 @@ bool is_forwarded_signal(int signal_number) {
   return signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP;
 }
 
+std::string signal_name(int signal_number) {
+  const char* abbreviation = sigabbrev_np(signal_number);
+  return abbreviation ? std::string("SIG") + abbreviation
+                      : "signal " + std::to_string(signal_number);
+}
+
 }  // namespace chorus::run

@@ -3,6 +3,7 @@
 // by polling one file descriptor (no work in signal context).
 #pragma once
 
+#include <string>
 #include <vector>
 
 namespace chorus::run {
@@ -28,5 +29,8 @@ class SignalPipe {
 
 /// Signals the launcher forwards to its ranks.
 bool is_forwarded_signal(int signal_number);
+
+/// "SIGTERM" for SIGTERM ("signal 99" for a number without a name).
+std::string signal_name(int signal_number);
 
 }  // namespace chorus::run
