@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 namespace chorus::algorithms {
@@ -149,6 +150,16 @@ double column_cost(const Algorithm& algorithm, const CostInput& in, Collective c
   const CostInput column{in.collective, in.bytes, in.dtype,      in.op,
                          in.machine,    shared,   in.chunk_bytes};
   return phase_cost(algorithm, column, collective, bytes, in.machine.num_hosts(), true);
+}
+
+double stripes_cost(const CostInput& in, const Algorithm& on_hosts, const Algorithm& in_columns) {
+  if (!stripes_fit(in.machine.topology)) return std::numeric_limits<double>::infinity();
+  const double m = in.m();
+  const double hosts = in.machine.num_hosts();
+  return phase_cost(on_hosts, in, in.collective, hosts * m, in.machine.max_ranks_per_host(),
+                    false) +
+         column_cost(in_columns, in, in.collective, m) +
+         in.machine.nranks * m * in.parameters.gamma;
 }
 
 double bundles_cost(const CostInput& in, double bytes_per_rank) {

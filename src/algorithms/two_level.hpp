@@ -141,6 +141,10 @@ double bundles_cost(const CostInput& in, double bytes_per_rank);
 /// across costs max(P / L, 1) tcp betas.
 double column_cost(const Algorithm& algorithm, const CostInput& in, Collective collective,
                    double bytes);
+/// Modelled seconds of a striped all-gather or reduce-scatter (in.collective), infinite where
+/// stripes do not fit: `on_hosts` on each host's P ranks with H m per rank, `in_columns` in each
+/// column with m per rank (column_cost), and the n m copied into or out of stripe order.
+double stripes_cost(const CostInput& in, const Algorithm& on_hosts, const Algorithm& in_columns);
 /// Whether a two-level form is worth modelling: several hosts, some with several ranks (with
 /// one host or one rank per host it degenerates into a flat algorithm, left to those).
 bool two_levels(const Machine& machine);

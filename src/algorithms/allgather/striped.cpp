@@ -16,8 +16,6 @@
 #include "algorithms/passes.hpp"
 #include "algorithms/two_level.hpp"
 
-#include <limits>
-
 namespace chorus::algorithms {
 namespace {
 
@@ -39,16 +37,10 @@ const Algorithm* run(const Call& args, const Context& ctx) {
   return run_striped(run_stripes, rows::allgather_hierarchical, args, ctx);
 }
 
-// A ring all-gather of m per rank in each column, the columns sharing each host's links; a
-// ring all-gather of H m per rank on each host; the result (n m) copied into place.
+// A ring all-gather of m per rank in each column, a ring all-gather of H m per rank on each
+// host, the result copied into rank order.
 double cost(const CostInput& in) {
-  if (!stripes_fit(in.machine.topology)) return std::numeric_limits<double>::infinity();
-  const double m = in.m();
-  const double hosts = in.machine.num_hosts();
-  return column_cost(rows::allgather_ring, in, Collective::AllGather, m) +
-         phase_cost(rows::allgather_ring, in, Collective::AllGather, hosts * m,
-                    in.machine.max_ranks_per_host(), false) +
-         in.machine.nranks * m * in.parameters.gamma;
+  return stripes_cost(in, rows::allgather_ring, rows::allgather_ring);
 }
 
 }  // namespace

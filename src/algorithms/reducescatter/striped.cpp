@@ -15,8 +15,6 @@
 #include "algorithms/passes.hpp"
 #include "algorithms/two_level.hpp"
 
-#include <limits>
-
 namespace chorus::algorithms {
 namespace {
 
@@ -36,16 +34,10 @@ const Algorithm* run(const Call& args, const Context& ctx) {
   return run_striped(run_stripes, rows::reduce_scatter_hierarchical, args, ctx);
 }
 
-// Packing the input (n m copied), a ring reduce-scatter of H m per rank on each host, a
-// pairwise reduce-scatter of m per rank in each column, the columns sharing each host's links.
+// The input copied into stripe order, a ring reduce-scatter of H m per rank on each host, a
+// pairwise reduce-scatter of m per rank in each column.
 double cost(const CostInput& in) {
-  if (!stripes_fit(in.machine.topology)) return std::numeric_limits<double>::infinity();
-  const double m = in.m();
-  const double hosts = in.machine.num_hosts();
-  return in.machine.nranks * m * in.parameters.gamma +
-         phase_cost(rows::reduce_scatter_ring, in, Collective::ReduceScatter, hosts * m,
-                    in.machine.max_ranks_per_host(), false) +
-         column_cost(rows::reduce_scatter_pairwise, in, Collective::ReduceScatter, m);
+  return stripes_cost(in, rows::reduce_scatter_ring, rows::reduce_scatter_pairwise);
 }
 
 }  // namespace
