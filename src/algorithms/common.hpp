@@ -109,8 +109,9 @@ inline bool receives_result(const Call& args, int rank) {
 
 /// Runs `counterpart`, the shm_direct algorithm of the same collective, for a call the
 /// selected algorithm cannot serve after all (cma reads forbidden, buffers outside the
-/// shared windows), and returns it for the Outcome (RunFunction). The shm_direct algorithms
-/// accumulate half types themselves, like every algorithm that hands them a call.
+/// shared windows), or the hierarchical one for a striped algorithm on hosts it cannot
+/// stripe, and returns it for the Outcome (RunFunction). Each counterpart treats half types
+/// as the algorithm that hands it a call does (Folding).
 const Algorithm* hand_over(const Algorithm& counterpart, const Call& args, const Context& ctx);
 
 }  // namespace chorus::algorithms

@@ -1,4 +1,5 @@
-// Host groups, views, bundles and phase costs of the two-level algorithms (two_level.hpp).
+// Host groups, stripes, views, bundles and phase costs of the two-level algorithms
+// (two_level.hpp).
 #include "algorithms/two_level.hpp"
 
 #include "algorithms/common.hpp"
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 namespace chorus::algorithms {
@@ -68,6 +70,46 @@ TwoLevel::TwoLevel(const Context& ctx, int root)
   if (leader()) leaders_.emplace(ctx.transport, groups_.leaders());
 }
 
+bool stripes_fit(const Topology& topology) {
+  if (topology.host_of_rank.empty() || topology.num_hosts < 2) return false;
+  const int first = topology.ranks_on_host(0);
+  for (int h = 1; h < topology.num_hosts; ++h) {
+    if (topology.ranks_on_host(h) != first) return false;
+  }
+  return first > 1;
+}
+
+StripeGroups stripe_groups(const Topology& topology, int rank) {
+  std::vector<std::vector<int>> hosts;
+  for (int h = 0; h < topology.num_hosts; ++h) hosts.push_back(patterns::host_members(topology, h));
+  const int host = topology.host_of_rank[static_cast<std::size_t>(rank)];
+  StripeGroups groups;
+  groups.host = hosts[static_cast<std::size_t>(host)];
+  const auto place = static_cast<std::size_t>(
+      std::find(groups.host.begin(), groups.host.end(), rank) - groups.host.begin());
+  for (const auto& members : hosts) groups.column.push_back(members[place]);
+  for (std::size_t i = 0; i < groups.host.size(); ++i) {
+    for (const auto& members : hosts) groups.order.push_back(members[i]);
+  }
+  return groups;
+}
+
+Stripes::Stripes(const Context& ctx)
+    : Stripes(ctx, stripe_groups(ctx.transport.topology(), ctx.rank())) {}
+
+Stripes::Stripes(const Context& ctx, StripeGroups groups)
+    : context_(ctx),
+      order_(std::move(groups.order)),
+      host_(ctx.transport, std::move(groups.host)),
+      column_(ctx.transport, std::move(groups.column)) {}
+
+const Algorithm* run_striped(void (*stripes)(const Call&, const Context&),
+                             const Algorithm& leaders_form, const Call& args, const Context& ctx) {
+  if (!stripes_fit(ctx.transport.topology())) return hand_over(leaders_form, args, ctx);
+  if (!finish_trivial_call(args, ctx)) stripes(args, ctx);
+  return nullptr;
+}
+
 void pack_blocks(void* bundle, const void* src, std::span<const int> ranks, std::size_t count,
                  DataType dtype) {
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -99,6 +141,25 @@ double phase_cost(const Algorithm& algorithm, const CostInput& in, Collective co
                         machine,       in.parameters,
                         in.chunk_bytes};
   return algorithm.cost(phase);
+}
+
+double column_cost(const Algorithm& algorithm, const CostInput& in, Collective collective,
+                   double bytes) {
+  CostParameters shared = in.parameters;
+  shared.tcp.beta *= std::max(in.machine.max_ranks_per_host() / shared.tcp_links, 1.0);
+  const CostInput column{in.collective, in.bytes, in.dtype,      in.op,
+                         in.machine,    shared,   in.chunk_bytes};
+  return phase_cost(algorithm, column, collective, bytes, in.machine.num_hosts(), true);
+}
+
+double stripes_cost(const CostInput& in, const Algorithm& on_hosts, const Algorithm& in_columns) {
+  if (!stripes_fit(in.machine.topology)) return std::numeric_limits<double>::infinity();
+  const double m = in.m();
+  const double hosts = in.machine.num_hosts();
+  return phase_cost(on_hosts, in, in.collective, hosts * m, in.machine.max_ranks_per_host(),
+                    false) +
+         column_cost(in_columns, in, in.collective, m) +
+         in.machine.nranks * m * in.parameters.gamma;
 }
 
 double bundles_cost(const CostInput& in, double bytes_per_rank) {

@@ -4,7 +4,7 @@
 // divided once when it is an average and converted back, so each element is rounded once.
 // The communicator widens the integer averages, and the half-type calls whose algorithm
 // does not accumulate half types itself (Folding::None; among the reducing
-// algorithms only hierarchical), comm/run_collective.cpp; the others move half types as
+// algorithms only hierarchical and striped), comm/run_collective.cpp; the others move half types as
 // half types and keep their partial results in fp32 (algorithms/partials.hpp).
 #pragma once
 

@@ -85,7 +85,8 @@ bool is_rooted(Collective collective);
 /// Runs `c` as rank `context.rank()` in `context` (its deadline is set here), with its
 /// buffers in `window` (the rank's window part) where the case places them there, and checks
 /// the result, the untouched input, the bytes past each buffer and the algorithm that ran:
-/// the case's own, or shm_direct where a row that needs windows finds buffers outside them.
+/// the case's own, or shm_direct where a row that needs windows finds buffers outside them,
+/// or hierarchical where a striped row finds hosts it cannot stripe.
 /// Returns a description of each problem (at most a few wrong elements); throws what the
 /// algorithm throws.
 std::vector<std::string> run_sweep_case(const algorithms::Context& context, const SweepCase& c,

@@ -3,6 +3,8 @@
 // algorithm, checks the result, the untouched input, the guard bytes past each buffer and
 // the algorithm that ran.
 #include "sweep.hpp"
+
+#include "algorithms/two_level.hpp"
 #include "sweep_values.hpp"
 #include "typed_values.hpp"
 
@@ -192,8 +194,12 @@ std::vector<std::string> RankBuffers::check(const SweepCase& c, int rank) const 
 }
 
 // The algorithm that must run the case: its own, but shm_direct where an algorithm that needs
-// shared windows finds some rank's buffers outside them.
-const algorithms::Algorithm& expected_runner(const SweepCase& c) {
+// shared windows finds some rank's buffers outside them, and the leaders' form (hierarchical)
+// where a striped one finds hosts it cannot stripe.
+const algorithms::Algorithm& expected_runner(const SweepCase& c, const Topology& topology) {
+  if (c.algorithm->name == "striped" && !algorithms::stripes_fit(topology)) {
+    return *algorithms::find_algorithm(c.algorithm->collective, "hierarchical");
+  }
   const bool windows = (c.algorithm->needs & algorithms::kNeedsSharedWindows) != 0;
   if (!windows || c.placement == Placement::Windows) return *c.algorithm;
   return *algorithms::find_algorithm(c.algorithm->collective, "shm_direct");
@@ -242,7 +248,7 @@ std::vector<std::string> run_sweep_case(const algorithms::Context& context, cons
   timed.deadline = Clock::now() + kCaseTimeout;
   const algorithms::Outcome outcome = c.algorithm->execute(args, timed);
   std::vector<std::string> problems = buffers.check(c, rank);
-  const algorithms::Algorithm& expected = expected_runner(c);
+  const algorithms::Algorithm& expected = expected_runner(c, context.transport.topology());
   if (outcome.ran != &expected) {
     problems.push_back("rank " + std::to_string(rank) + " ran " + std::string(outcome.ran->name) +
                        ", expected " + std::string(expected.name));

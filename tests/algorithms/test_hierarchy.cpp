@@ -1,8 +1,8 @@
-// Every two-level ("hierarchical") algorithm, and every other algorithm of all-reduce, on
-// MemoryFabrics that fake several hosts, against the sweep's references (sweep.hpp), and the
-// two-level traffic pattern: only host leaders talk across hosts, and only to leaders (a
-// rooted call's root leads its host), but for the stripes of large all-reduces, where ranks
-// talk across hosts to the ranks of their own place.
+// Every two-level ("hierarchical" and "striped") algorithm, and every other algorithm of
+// all-reduce, on MemoryFabrics that fake several hosts, against the sweep's references
+// (sweep.hpp), and the two-level traffic pattern: only host leaders talk across hosts, and
+// only to leaders (a rooted call's root leads its host), but for the stripes (the striped
+// rows, large all-reduces), where ranks talk across hosts to the ranks of their own place.
 #include "algorithms/algorithm.hpp"
 #include "algorithms/patterns/hierarchy.hpp"
 #include "algorithms/two_level.hpp"
@@ -87,11 +87,16 @@ const std::vector<std::vector<int>> kLayouts = {
     {0, 0, 0, 1, 1, 2, 2},
     {0, 0, 0, 0, 1, 1, 1, 1},
     {0, 1, 2, 3, 0, 1, 2, 3},
+    {0, 0, 1, 1, 2, 2},
+    {0, 1, 0, 1, 0, 1},
 };
 
 class MultiHostSweep : public ::testing::TestWithParam<std::size_t> {};
 
-bool two_level(const algorithms::Algorithm* algorithm) { return algorithm->name == "hierarchical"; }
+bool striped(const algorithms::Algorithm* algorithm) { return algorithm->name == "striped"; }
+bool two_level(const algorithms::Algorithm* algorithm) {
+  return algorithm->name == "hierarchical" || striped(algorithm);
+}
 
 TEST_P(MultiHostSweep, TwoLevelAndAllReduceAlgorithmsMatchTheReference) {
   const std::vector<int>& layout = kLayouts[GetParam()];
@@ -106,17 +111,20 @@ TEST_P(MultiHostSweep, TwoLevelAndAllReduceAlgorithmsMatchTheReference) {
   MemoryFabric fabric(layout);
   std::mutex mutex;
   std::vector<std::string> wrong;
-  std::atomic<int> violations{0};
+  std::atomic<int> violations{0}, off_place{0}, stripes_off_leaders{0};
   std::vector<std::string> crossed;
   auto failures = run_ranks(fabric, [&](transport::Transport& transport, int rank) {
     for (const SweepCase& c : cases) {
       const int root = has_root(c.algorithm->collective) ? c.root : -1;
-      CrossHostCounter counted(transport, violations, root);
-      const int before = violations.load();
+      // Striped rows may cross from every rank, but only to the rank of its place.
+      const bool stripes = striped(c.algorithm);
+      CrossHostCounter counted(transport, stripes ? stripes_off_leaders : violations, root,
+                               stripes ? &off_place : nullptr);
+      const int before = violations.load() + off_place.load();
       auto problems =
           run_sweep_case(algorithms::Context{two_level(c.algorithm) ? counted : transport}, c);
       std::lock_guard lock(mutex);
-      if (violations.load() != before) crossed.push_back(describe(c));
+      if (violations.load() + off_place.load() != before) crossed.push_back(describe(c));
       for (const auto& problem : problems) {
         wrong.push_back(describe(c) + " rank " + std::to_string(rank) + ": " + problem);
       }
@@ -127,6 +135,9 @@ TEST_P(MultiHostSweep, TwoLevelAndAllReduceAlgorithmsMatchTheReference) {
   EXPECT_EQ(violations.load(), 0) << "a two-level algorithm sent across hosts from a "
                                      "non-leader, first in "
                                   << (crossed.empty() ? "" : crossed[0]);
+  EXPECT_EQ(off_place.load(), 0) << "a two-level algorithm sent across hosts to another "
+                                    "place, first in "
+                                 << (crossed.empty() ? "" : crossed[0]);
 }
 
 // Every collective but all-to-all-v has a two-level form.
@@ -136,6 +147,37 @@ TEST(TwoLevelRows, EveryCollectiveButAllToAllVHasOne) {
                        Collective::Scatter, Collective::AllToAll, Collective::Barrier}) {
     EXPECT_NE(algorithms::find_algorithm(c, "hierarchical"), nullptr) << to_string(c);
   }
+  // The all-reduce's hierarchical row runs large calls in stripes itself.
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter}) {
+    EXPECT_NE(algorithms::find_algorithm(c, "striped"), nullptr) << to_string(c);
+  }
+}
+
+// Stripes only where every host holds the same number of ranks, more than one.
+TEST(TwoLevelRows, StripesFitHostsOfEqualSize) {
+  auto topology = [](std::vector<int> host_of_rank) {
+    Topology t;
+    t.num_hosts = *std::max_element(host_of_rank.begin(), host_of_rank.end()) + 1;
+    t.host_of_rank = std::move(host_of_rank);
+    return t;
+  };
+  EXPECT_TRUE(algorithms::stripes_fit(topology({0, 0, 1, 1})));
+  EXPECT_TRUE(algorithms::stripes_fit(topology({0, 1, 2, 0, 1, 2})));
+  EXPECT_FALSE(algorithms::stripes_fit(topology({0, 0, 1})));
+  EXPECT_FALSE(algorithms::stripes_fit(topology({0, 1, 2})));
+  EXPECT_FALSE(algorithms::stripes_fit(topology({0, 0, 0})));
+  EXPECT_FALSE(algorithms::stripes_fit(Topology{}));
+}
+
+// A rank's host by place, its column by host, and every rank column by column.
+TEST(TwoLevelRows, StripeGroupsMatchPlacesAcrossHosts) {
+  Topology topology;
+  topology.host_of_rank = {0, 1, 1, 0, 2, 2};
+  topology.num_hosts = 3;
+  const algorithms::StripeGroups groups = algorithms::stripe_groups(topology, 2);
+  EXPECT_EQ(groups.host, (std::vector<int>{1, 2}));
+  EXPECT_EQ(groups.column, (std::vector<int>{3, 2, 5}));
+  EXPECT_EQ(groups.order, (std::vector<int>{0, 1, 4, 3, 2, 5}));
 }
 
 // Groups: every rank once, the root leading its host, the others ascending.
@@ -152,40 +194,47 @@ TEST(TwoLevelRows, HostGroupsPutTheRootFirstOnItsHost) {
   EXPECT_EQ(groups.num_ranks(), 5);
 }
 
-// From 64 KiB on hosts of equal size the two-level all-reduce runs in stripes: the i-th
-// ranks of the hosts all-reduce block i of their hosts' sums, so non-leaders cross hosts, but
-// only to the rank of the same place on another host. Odd counts leave uneven blocks.
-TEST(TwoLevelRows, LargeAllReducesRunInStripesBetweenRanksOfOnePlace) {
+// On hosts of equal size the striped all-gather and reduce-scatter, and the two-level
+// all-reduce from 64 KiB, run in stripes: the ranks of one place on every host exchange their
+// stripe, so non-leaders cross hosts, but only to the rank of the same place on another host.
+// Odd counts leave uneven blocks (all-reduce) or stripes of odd length.
+TEST(TwoLevelRows, StripesCrossHostsOnlyBetweenRanksOfOnePlace) {
+  struct Row {
+    const algorithms::Algorithm* algorithm;
+    std::vector<std::size_t> counts;
+  };
+  const std::vector<Row> rows = {{&algorithms::rows::allreduce_hierarchical, {20000, 20001}},
+                                 {&algorithms::rows::allgather_striped, {1, 1025}},
+                                 {&algorithms::rows::reduce_scatter_striped, {1, 1025}}};
   for (const std::vector<int>& layout : {std::vector<int>{0, 0, 1, 1},
                                          {0, 0, 0, 1, 1, 1},
+                                         {0, 0, 1, 1, 2, 2},
                                          {0, 0, 0, 0, 1, 1, 1, 1},
                                          {0, 1, 2, 3, 0, 1, 2, 3}}) {
     const int n = static_cast<int>(layout.size());
-    MemoryFabric fabric(layout);
-    std::atomic<int> off_leaders{0}, off_place{0};
-    std::mutex mutex;
-    std::vector<std::string> wrong;
-    auto failures = run_ranks(fabric, [&](transport::Transport& transport, int) {
-      CrossHostCounter counted(transport, off_leaders, -1, &off_place);
-      for (std::size_t count : {std::size_t{20000}, std::size_t{20001}}) {
-        for (bool in_place : {false, true}) {
-          SweepCase c{&algorithms::rows::allreduce_hierarchical,
-                      n,
-                      count,
-                      DataType::Float32,
-                      ReduceOp::Sum,
-                      0,
-                      in_place};
-          auto problems = run_sweep_case(algorithms::Context{counted}, c);
-          std::lock_guard lock(mutex);
-          for (const auto& problem : problems) wrong.push_back(describe(c) + ": " + problem);
+    for (const Row& row : rows) {
+      MemoryFabric fabric(layout);
+      std::atomic<int> off_leaders{0}, off_place{0};
+      std::mutex mutex;
+      std::vector<std::string> wrong;
+      auto failures = run_ranks(fabric, [&](transport::Transport& transport, int) {
+        CrossHostCounter counted(transport, off_leaders, -1, &off_place);
+        for (std::size_t count : row.counts) {
+          for (bool in_place : {false, true}) {
+            SweepCase c{row.algorithm, n, count, DataType::Float32, ReduceOp::Sum, 0, in_place};
+            auto problems = run_sweep_case(algorithms::Context{counted}, c);
+            std::lock_guard lock(mutex);
+            for (const auto& problem : problems) wrong.push_back(describe(c) + ": " + problem);
+          }
         }
-      }
-    });
-    EXPECT_TRUE(failures.empty()) << failures.size() << " ranks threw, first: " << failures[0];
-    EXPECT_TRUE(wrong.empty()) << wrong.size() << " wrong results, first: " << wrong[0];
-    EXPECT_GT(off_leaders.load(), 0) << "no stripes ran on " << n << " ranks";
-    EXPECT_EQ(off_place.load(), 0) << "a stripe crossed to another place on " << n << " ranks";
+      });
+      const std::string where =
+          std::string(to_string(row.algorithm->collective)) + " on " + std::to_string(n);
+      EXPECT_TRUE(failures.empty()) << failures.size() << " ranks threw, first: " << failures[0];
+      EXPECT_TRUE(wrong.empty()) << wrong.size() << " wrong results, first: " << wrong[0];
+      EXPECT_GT(off_leaders.load(), 0) << "no stripes ran: " << where;
+      EXPECT_EQ(off_place.load(), 0) << "a stripe crossed to another place: " << where;
+    }
   }
 }
 
@@ -231,7 +280,7 @@ TEST(TwoLevelRows, SmallAllReducesUseTheHostArenas) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, MultiHostSweep, ::testing::Range<std::size_t>(0, 8),
+INSTANTIATE_TEST_SUITE_P(Layouts, MultiHostSweep, ::testing::Range<std::size_t>(0, kLayouts.size()),
                          [](const auto& info) { return "layout" + std::to_string(info.param); });
 
 // The counter itself must catch a flat algorithm crossing hosts from non-leaders.

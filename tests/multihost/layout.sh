@@ -6,7 +6,8 @@
 # reduce, gather, scatter) at every other root, one job each; links.sh watches that ranks of
 # a host share memory and ranks of different hosts use TCP; the first report must show HOSTS
 # host names and the hierarchical all-reduce at the largest size. Then the same sweep with
-# the two-level algorithms asked for by name (-a hierarchical), at roots 0, 1 and the last.
+# the two-level algorithms asked for by name (-a hierarchical), at roots 0, 1 and the last,
+# and the striped all-gather and reduce-scatter asked for by name (-a striped).
 # Exit status 77 (ctest's skip) when this machine cannot simulate hosts.
 set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: layout.sh HOSTS RANKS CHORUSRUN CHORUS_PERF" >&2; exit 2; }
@@ -32,6 +33,11 @@ for r in 1 $((hosts * ranks - 1)); do
     jobs+=(--then "$perf" -t "$rooted" "${sweep[@]}" -r "$r" -a hierarchical)
   done
 done
+# The striped all-gather and reduce-scatter, every dtype and op, sizes from 0 elements per
+# rank up, in place too.
+striped_job=$((forced_job + 9))
+jobs+=(--then "$perf" -t allgather "${sweep[@]}" -a striped
+  --then "$perf" -t reducescatter "${sweep[@]}" -a striped)
 run_hosts --hosts "$hosts" --ranks-per-host "$ranks" --rate 2gbit --timeout 120 \
   --chorusrun "$chorusrun" --during "$here/links.sh" -- "${jobs[@]}"
 
@@ -61,5 +67,16 @@ if [ "$ranks" -gt 1 ]; then
       print c " " $1 " " $NF}' "$forced_report" | head -3)
   [ -z "$others" ] || fail "the job that asked for hierarchical ran other algorithms: $others"
   grep -q 'hierarchical$' "$forced_report" || fail "the forced job's report shows no hierarchical"
+fi
+# The striped jobs ran the stripes at every size that moves data (every host holds RANKS
+# ranks; with one each there are no stripes and the leaders' form runs).
+if [ "$ranks" -gt 1 ]; then
+  for j in "$striped_job" $((striped_job + 1)); do
+    report="$logs/job$j.host0.log"
+    others=$(awk '$1 ~ /^[0-9]+$/ && $2 + 0 > 0 && $NF != "striped" {print $1 " " $NF}' \
+      "$report" | head -3)
+    [ -z "$others" ] || fail "job $j, which asked for striped, ran other algorithms: $others"
+    grep -q 'striped$' "$report" || fail "job $j's report shows no striped"
+  done
 fi
 echo "$test_name: every collective, dtype, op and root correct across hosts"

@@ -42,48 +42,30 @@ const Algorithm& leader_algorithm(std::size_t bytes, int leaders) {
                                                              : rows::allreduce_ring;
 }
 
-/// Whether every host holds the same number of ranks (the stripes need it).
-bool even_hosts(const Topology& topology) {
-  const int first = topology.ranks_on_host(0);
-  for (int h = 1; h < topology.num_hosts; ++h) {
-    if (topology.ranks_on_host(h) != first) return false;
-  }
-  return true;
-}
-
 /// The stripes form for a call of `bytes` on `topology`.
 bool striped(std::size_t bytes, const Topology& topology) {
-  return bytes >= kLeaderLargeBytes && topology.num_hosts > 1 && topology.ranks_on_host(0) > 1 &&
-         even_hosts(topology);
+  return bytes >= kLeaderLargeBytes && stripes_fit(topology);
 }
 
-void run_stripes(const Call& args, const Context& ctx, const Topology& topology) {
-  const int rank = ctx.rank();
-  const std::vector<int> members =
-      patterns::host_members(topology, topology.host_of_rank[static_cast<std::size_t>(rank)]);
-  const int local =
-      static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
-  std::vector<int> column;
-  for (int h = 0; h < topology.num_hosts; ++h) {
-    column.push_back(patterns::host_members(topology, h)[static_cast<std::size_t>(local)]);
-  }
-  SubsetTransport host(ctx.transport, members);
-  SubsetTransport stripe(ctx.transport, column);
-  const patterns::Block own = patterns::block_of(args.count, host.size(), local);
+void run_stripes(const Call& args, const Context& ctx) {
+  const Stripes stripes(ctx);
+  const patterns::Block own =
+      patterns::block_of(args.count, stripes.ranks_per_host(), stripes.place());
   void* block = element_at(args.recv, own.offset, args.dtype);
-  ring_reduce_scatter_pass(args, ctx.on(host), args.send, args.count, block);
+  ring_reduce_scatter_pass(args, stripes.host(), args.send, args.count, block);
   Call phase = args;
   phase.send = block;
   phase.recv = block;
   phase.count = own.count;
-  leader_algorithm(bytes_of(own.count, args.dtype), stripe.size()).run(phase, ctx.on(stripe));
-  ring_allgather_pass(args, ctx.on(host), args.recv, args.count);
+  leader_algorithm(bytes_of(own.count, args.dtype), stripes.num_hosts())
+      .run(phase, stripes.column());
+  ring_allgather_pass(args, stripes.host(), args.recv, args.count);
 }
 
 void run(const Call& args, const Context& ctx) {
   if (finish_trivial_call(args, ctx)) return;
   const Topology& topology = ctx.transport.topology();
-  if (striped(bytes_of(args.count, args.dtype), topology)) return run_stripes(args, ctx, topology);
+  if (striped(bytes_of(args.count, args.dtype), topology)) return run_stripes(args, ctx);
   const int rank = ctx.rank();
   const std::vector<int> members =
       patterns::host_members(topology, topology.host_of_rank[static_cast<std::size_t>(rank)]);
@@ -108,16 +90,15 @@ void run(const Call& args, const Context& ctx) {
 }
 
 // Stripes: a ring reduce-scatter and all-gather on each host; the P columns' algorithm over
-// tcp, P blocks of m / P sharing the host's links (P / tcp_links of them on each, at least 1).
+// tcp, P blocks of m / P sharing the host's links (column_cost).
 double stripes_cost(const CostInput& in) {
   const int per_host = in.machine.max_ranks_per_host();
-  const int hosts = in.machine.num_hosts();
   const double block = in.m() / per_host;
-  const double sharing = std::max(per_host / in.parameters.tcp_links, 1.0);
-  const Algorithm& columns = leader_algorithm(static_cast<std::size_t>(block), hosts);
+  const Algorithm& columns =
+      leader_algorithm(static_cast<std::size_t>(block), in.machine.num_hosts());
   return phase_cost(rows::reduce_scatter_ring, in, Collective::ReduceScatter, block, per_host,
                     false) +
-         phase_cost(columns, in, Collective::AllReduce, block * sharing, hosts, true) +
+         column_cost(columns, in, Collective::AllReduce, block) +
          phase_cost(rows::allgather_ring, in, Collective::AllGather, block, per_host, false);
 }
 
