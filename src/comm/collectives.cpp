@@ -1,10 +1,13 @@
 // The operations: validate, stamp the fingerprint, queue; the blocking forms then wait.
+#include "comm/call_plan.hpp"
 #include "comm/comm_state.hpp"
 #include "comm/run_collective.hpp"
 #include "comm/validate.hpp"
 
 #include <chorus/communicator.hpp>
 
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace chorus {
@@ -16,8 +19,9 @@ using algorithms::Call;
 using detail::CommState;
 using Start = detail::Executor::Start;
 
-/// Set while a blocking form issues its operation: the caller waits on it at once and runs
-/// it itself, so the worker thread is not woken for it.
+/// Set while a blocking form built on its non-blocking form (all-to-all-v, send, receive)
+/// issues its operation: the caller waits on it at once and runs it itself, so the worker
+/// thread is not woken for it. The other blocking collectives say so to issue() directly.
 thread_local bool issuing_blocking = false;
 
 Start start_for_caller() { return issuing_blocking ? Start::ByCaller : Start::Background; }
@@ -41,18 +45,21 @@ Request run_blocking(Issue issue) {
   return request;
 }
 
-CommState& live(const std::shared_ptr<CommState>& state) {
+/// live()'s failure: no communicator, or an aborted one. Out of line: every call checks.
+[[noreturn, gnu::cold, gnu::noinline]] void fail_not_live(CommState* state) {
   if (!state) throw Error(Status::InvalidUsage, "empty communicator handle");
-  if (state->aborted) {
-    state->record_error("the communicator was aborted by the application");
-    throw Error(Status::InvalidUsage, "the communicator was aborted by the application");
-  }
+  state->record_error("the communicator was aborted by the application");
+  throw Error(Status::InvalidUsage, "the communicator was aborted by the application");
+}
+
+[[gnu::always_inline]] inline CommState& live(const std::shared_ptr<CommState>& state) {
+  if (!state || state->aborted) fail_not_live(state.get());
   return *state;
 }
 
-Fingerprint fingerprint_of(const Call& a, std::uint64_t seq) {
+/// The call's fingerprint with seq 0 (number() stamps it).
+Fingerprint fingerprint_of(const Call& a) {
   Fingerprint fp;
-  fp.seq = seq;
   fp.collective = a.collective;
   fp.count = a.collective == Collective::AllToAllV ? 0 : a.count;
   fp.root = has_root(a.collective) ? a.root : -1;
@@ -81,75 +88,107 @@ std::shared_ptr<detail::RequestState> completed() {
   return done;
 }
 
-/// Validates and queues a collective, or runs it here and now (a blocking call on an idle
-/// communicator, Executor::claim; or one that moves nothing): then it returns nullptr.
-/// All-to-all-v count arrays are copied, so the caller may release them as soon as the
-/// call returns. `args` is the caller's own copy: this stamps it.
-std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& state, Call& args) {
-  CommState& s = live(state);
+/// Stamps the fingerprint (`fingerprint`: the call's, its seq aside) with the next sequence
+/// number and folds a rooted call into the roots digest. Under the issuing lock.
+[[gnu::always_inline]] inline void number(CommState& s, Call& args,
+                                          const Fingerprint& fingerprint) {
+  args.fingerprint = fingerprint;
+  args.fingerprint.seq = ++s.collective_seq;
+  s.roots_digest.stamp(args.fingerprint);
+}
+
+/// Starts a numbered call: runs it here and now when it is `blocking` and the executor idle
+/// (Executor::claim; then nullptr), else queues it and returns its request. `lock` holds the
+/// issuing lock, which the claim needs and the run does not. `plan`: the call's planned run
+/// (null: run_collective decides); `counts`: all-to-all-v's copied arrays, which a queued run
+/// keeps.
+[[gnu::always_inline]] inline std::shared_ptr<detail::RequestState> start(
+    CommState& s, Call& args, bool blocking, std::unique_lock<YieldingLock>& lock,
+    const detail::PlannedRun* plan, std::shared_ptr<std::vector<std::size_t>> counts) {
+  if (moves_nothing(args)) return nullptr;
+  const detail::OpDescription op{args.fingerprint};
+  detail::FlightRecorder::RecordId record = 0;
+  const Clock::time_point started = blocking ? coarse_now() : Clock::time_point{};
+  if (!blocking || !s.executor->claim(op, started, &record)) {
+    // Queued: it starts when it runs.
+    return s.executor->submit([&s, args, counts]() mutable { detail::run_collective(s, args, {}); },
+                              op, blocking ? Start::ByCaller : Start::Background);
+  }
+  lock.unlock();
+  s.executor->run_claimed(
+      [&] {
+        if (plan) {
+          detail::run_planned(s, args, *plan, started);
+        } else {
+          detail::run_collective(s, args, started);
+        }
+      },
+      record);
+  return nullptr;
+}
+
+/// Validates a collective (all-to-all-v's count arrays copied into `counts`, so the caller
+/// may release them as soon as the call returns).
+void check(CommState& s, Call& args, std::shared_ptr<std::vector<std::size_t>>& counts) {
   try {
     detail::validate_collective(args, s.rank, s.size);
   } catch (const Error& e) {
     s.record_error(e.what());
     throw;
   }
-  std::shared_ptr<std::vector<std::size_t>> counts;  // all-to-all-v only
-  if (args.collective == Collective::AllToAllV) {
-    counts = std::make_shared<std::vector<std::size_t>>();
-    for (auto span : {args.send_counts, args.send_displs, args.recv_counts, args.recv_displs}) {
-      counts->insert(counts->end(), span.begin(), span.end());
-    }
-    const std::size_t n = static_cast<std::size_t>(s.size);
-    const std::size_t* base = counts->data();
-    args.send_counts = {base, n};
-    args.send_displs = {base + n, n};
-    args.recv_counts = {base + 2 * n, n};
-    args.recv_displs = {base + 3 * n, n};
+  if (args.collective != Collective::AllToAllV) return;
+  counts = std::make_shared<std::vector<std::size_t>>();
+  for (auto span : {args.send_counts, args.send_displs, args.recv_counts, args.recv_displs}) {
+    counts->insert(counts->end(), span.begin(), span.end());
   }
-  detail::FlightRecorder::RecordId record = 0;
-  Clock::time_point started;
-  {
-    std::lock_guard lock(s.issue_mutex);
-    args.fingerprint = fingerprint_of(args, ++s.collective_seq);
-    s.roots_digest.stamp(args.fingerprint);
-    if (moves_nothing(args)) return nullptr;
-    const detail::OpDescription op{args.fingerprint};
-    started = issuing_blocking ? coarse_now() : Clock::time_point{};
-    if (!issuing_blocking || !s.executor->claim(op, started, &record)) {
-      // Queued: it starts when it runs.
-      return s.executor->submit(
-          [&s, args, counts]() mutable { detail::run_collective(s, args, {}); }, op,
-          start_for_caller());
-    }
-  }
-  struct Claimed {
-    CommState& s;
-    Call& args;
-    Clock::time_point started;
-  } claimed{s, args, started};
-  s.executor->run_claimed(
-      [](void* context) {
-        auto& c = *static_cast<Claimed*>(context);
-        detail::run_collective(c.s, c.args, c.started);
-      },
-      &claimed, record);
-  return nullptr;
+  const std::size_t n = static_cast<std::size_t>(s.size);
+  const std::size_t* base = counts->data();
+  args.send_counts = {base, n};
+  args.send_displs = {base + n, n};
+  args.recv_counts = {base + 2 * n, n};
+  args.recv_displs = {base + 3 * n, n};
 }
 
-/// The non-blocking form: a request (one already complete when the call ran at once).
+/// Checks, numbers and queues a collective, or runs it here and now (a `blocking` call on an
+/// idle communicator; or one that moves nothing): then it returns nullptr. A blocking call
+/// of a planned shape (call_plan.hpp) whose needed buffers are there skips the checks and
+/// runs with its plan; any other blocking call of a plannable shape is planned once checked.
+/// `args` is the caller's own copy: this stamps it.
+std::shared_ptr<detail::RequestState> issue(const std::shared_ptr<CommState>& state, Call& args,
+                                            bool blocking) {
+  CommState& s = live(state);
+  if (blocking) {
+    std::unique_lock lock(s.issue_mutex);
+    const detail::CallPlan* plan = s.plans.find(args);
+    if (plan && plan->buffers_pass(args)) {
+      const detail::PlannedRun run = plan->run;
+      number(s, args, plan->fingerprint);
+      return start(s, args, true, lock, &run, nullptr);
+    }
+  }
+  std::shared_ptr<std::vector<std::size_t>> counts;  // all-to-all-v only
+  check(s, args, counts);
+  const Fingerprint fingerprint = fingerprint_of(args);
+  std::unique_lock lock(s.issue_mutex);
+  if (blocking && detail::PlanTable::plannable(args)) {
+    args.fingerprint = fingerprint;
+    s.plans.keep(detail::plan_call(s, args));
+  }
+  number(s, args, fingerprint);
+  return start(s, args, blocking, lock, nullptr, std::move(counts));
+}
+
+/// The non-blocking form (or a blocking form's issue, see issuing_blocking): a request (one
+/// already complete when the call ran at once).
 Request submit(const std::shared_ptr<CommState>& state, Call args) {
-  auto request = issue(state, args);
+  auto request = issue(state, args, issuing_blocking);
   return Request(request ? std::move(request) : completed());
 }
 
-/// The blocking form: issues as blocking (see issuing_blocking), then waits for what was
-/// queued; a call that ran at once has nothing to wait for.
-void run_blocking_collective(const std::shared_ptr<CommState>& state, Call args) {
-  std::shared_ptr<detail::RequestState> request = [&] {
-    IssuingBlocking blocking;
-    return issue(state, args);
-  }();
-  if (request) Request(std::move(request)).wait();
+/// The blocking form: issues as blocking, then waits for what was queued; a call that ran at
+/// once has nothing to wait for.
+void run_blocking_collective(const std::shared_ptr<CommState>& state, Call&& args) {
+  if (auto request = issue(state, args, /*blocking=*/true)) Request(std::move(request)).wait();
 }
 
 Call make(Collective c, const void* send, void* recv, std::size_t count, DataType dtype,

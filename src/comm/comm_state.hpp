@@ -3,6 +3,7 @@
 
 #include "algorithms/selection.hpp"
 #include "bootstrap/store.hpp"
+#include "comm/call_plan.hpp"
 #include "comm/executor.hpp"
 #include "comm/roots_digest.hpp"
 #include "core/collective.hpp"
@@ -52,6 +53,7 @@ struct CommState {
   YieldingLock issue_mutex;
   std::uint64_t collective_seq = 0;
   RootsDigest roots_digest;  ///< roots of rooted calls, checked by the next barrier
+  PlanTable plans;           ///< blocking calls' shapes planned so far (call_plan.hpp)
   std::uint64_t split_seq = 0;
   std::vector<std::uint64_t> send_seq, recv_seq;  ///< per peer
 

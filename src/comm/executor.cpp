@@ -76,36 +76,23 @@ std::shared_ptr<RequestState> Executor::submit_posted(Post post,
   return enqueue(Item{nullptr, std::move(post), nullptr}, op, start);
 }
 
-bool Executor::claim(const OpDescription& op, Clock::time_point now,
-                     FlightRecorder::RecordId* record) {
-  // The acquires pair with publish_idle()'s release and run_claimed's clearing store: the
-  // last step's or claimed run's work happened before. A claim still running (set by an
-  // earlier holder of the issuing lock) refuses, as a running step does.
-  if (!idle_.load(std::memory_order_acquire) || claimed_.load(std::memory_order_acquire)) {
-    return false;
-  }
-  claimed_.store(true, std::memory_order_relaxed);  // the issuing lock publishes it
-  *record = recorder_ ? recorder_->issued(op, now, /*started=*/true) : 0;
-  return true;
-}
-
-void Executor::run_claimed(void (*run)(void* context), void* context,
-                           FlightRecorder::RecordId record) {
-  Outcome outcome = guarded([run, context] { run(context); });
-  if (outcome.failed() && on_failure_) on_failure_(outcome.status, outcome.message);
+void Executor::claimed_failed(std::exception_ptr error, FlightRecorder::RecordId record) {
+  Outcome outcome = guarded([&] { std::rethrow_exception(error); });
+  if (on_failure_) on_failure_(outcome.status, outcome.message);
   if (recorder_) recorder_->finished(record, outcome.status, outcome.message, coarse_now());
-  if (outcome.failed()) {
+  {
     // claimed_ stays set through the dump: no other step runs meanwhile.
     std::unique_lock lock(mutex_);
     dump_after_failure(lock, outcome.status);
   }
-  claimed_.store(false, std::memory_order_seq_cst);
-  if (attention_.load(std::memory_order_seq_cst)) {
-    std::lock_guard lock(mutex_);
-    attention_.store(false, std::memory_order_relaxed);
-    step_done();
-  }
-  if (outcome.failed()) throw Error(outcome.status, outcome.message);
+  release_claim();
+  throw Error(outcome.status, outcome.message);
+}
+
+void Executor::wake_after_claim() {
+  std::lock_guard lock(mutex_);
+  attention_.store(false, std::memory_order_relaxed);
+  step_done();
 }
 
 void Executor::step_done() {

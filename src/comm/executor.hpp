@@ -22,6 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -85,8 +86,9 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// entry or wake-up. It throws the operation's failure after the failure hook ran.
   /// Claim under the issuing lock, so that no later operation overtakes it; run after.
   /// `now`: when the caller issued it (recorded as issued and started). run_claimed calls
-  /// `run(context)`: a plain function and its argument, not a Work, because this path exists
-  /// to be short; the end is stamped with coarse_now() (core/deadline.hpp), like `now`.
+  /// `run()` inline, not through a Work, because this path exists to be short (both are
+  /// inline, their failure and wake-up paths out of line); the end is stamped with
+  /// coarse_now() (core/deadline.hpp), like `now`.
   ///
   /// Neither takes the queue's mutex on success. Only the issuing lock's holder adds to the
   /// queue, so an executor that was idle when claim() read `idle_` stays so until the claim
@@ -95,8 +97,27 @@ class Executor : public std::enable_shared_from_this<Executor> {
   /// (held_by_claim()): run_claimed clears `claimed_`, then reads `attention_`; they set
   /// `attention_`, then read `claimed_`, all sequentially consistent, under the mutex. One
   /// of the two sees the other's store: they do not wait, or run_claimed notifies them.
-  bool claim(const OpDescription& op, Clock::time_point now, FlightRecorder::RecordId* record);
-  void run_claimed(void (*run)(void* context), void* context, FlightRecorder::RecordId record);
+  bool claim(const OpDescription& op, Clock::time_point now, FlightRecorder::RecordId* record) {
+    // The acquires pair with publish_idle()'s release and the clearing store of
+    // release_claim(): the last step's or claimed run's work happened before. A claim still
+    // running (set by an earlier holder of the issuing lock) refuses, as a running step does.
+    if (!idle_.load(std::memory_order_acquire) || claimed_.load(std::memory_order_acquire)) {
+      return false;
+    }
+    claimed_.store(true, std::memory_order_relaxed);  // the issuing lock publishes it
+    *record = recorder_ ? recorder_->issued(op, now, /*started=*/true) : 0;
+    return true;
+  }
+  template <typename Run>
+  void run_claimed(Run&& run, FlightRecorder::RecordId record) {
+    try {
+      run();
+    } catch (...) {
+      claimed_failed(std::current_exception(), record);
+    }
+    if (recorder_) recorder_->finished(record, Status::Success, {}, coarse_now());
+    release_claim();
+  }
   /// Waits until `request` is done or `timeout` passed. Without a timeout the
   /// caller runs queued operations itself while nobody else does. True when done.
   bool wait(RequestState& request, std::optional<std::chrono::milliseconds> timeout);
@@ -125,6 +146,15 @@ class Executor : public std::enable_shared_from_this<Executor> {
       : on_failure_(std::move(on_failure)), transport_(transport), recorder_(std::move(recorder)) {}
   std::shared_ptr<RequestState> enqueue(Item item, const std::optional<OpDescription>& op,
                                         Start start);
+  /// run_claimed's failure: the failure hook, the record, the dump, the release; then throws
+  /// the failure as an Error.
+  [[noreturn]] void claimed_failed(std::exception_ptr error, FlightRecorder::RecordId record);
+  /// Lets the claim go (the handshake above); wakes whoever asked for its end.
+  void release_claim() {
+    claimed_.store(false, std::memory_order_seq_cst);
+    if (attention_.load(std::memory_order_seq_cst)) wake_after_claim();
+  }
+  void wake_after_claim();
   /// Takes one step if none is running: posts the head, runs it, or progresses
   /// what is in flight. Call with `lock` held; returns with it held. True when it did something.
   bool step(std::unique_lock<std::mutex>& lock);

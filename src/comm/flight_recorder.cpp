@@ -126,30 +126,6 @@ FlightRecorder::FlightRecorder(std::size_t capacity, TraceIdentity identity)
       anchor_steady_(Clock::now()),
       anchor_wall_(std::chrono::system_clock::now()) {}
 
-FlightRecorder::RecordId FlightRecorder::issued(const OpDescription& op, Clock::time_point now,
-                                                bool started) {
-  if (ring_.empty()) return 0;
-  std::lock_guard lock(lock_);
-  const RecordId id = ++total_;
-  TraceEntry& e = slot(id);
-  e.id = id;
-  e.op = op;
-  e.state = started ? OpState::Started : OpState::Issued;
-  e.status = Status::Success;
-  e.algorithm = nullptr;
-  e.issued = now;
-  e.started = started ? now : Clock::time_point{};
-  e.ended = Clock::time_point{};
-  e.error[0] = '\0';
-  return id;
-}
-
-TraceEntry* FlightRecorder::find(RecordId id) {
-  if (id == 0 || ring_.empty()) return nullptr;
-  TraceEntry& e = slot(id);
-  return e.id == id ? &e : nullptr;
-}
-
 void FlightRecorder::started(RecordId id, Clock::time_point now) {
   std::lock_guard lock(lock_);
   if (TraceEntry* e = find(id)) {
@@ -158,23 +134,10 @@ void FlightRecorder::started(RecordId id, Clock::time_point now) {
   }
 }
 
-void FlightRecorder::finished(RecordId id, Status status, std::string_view error,
-                              Clock::time_point now) {
-  std::lock_guard lock(lock_);
-  TraceEntry* e = find(id);
-  if (!e) return;
-  if (!is_point_to_point(e->op.fingerprint.collective)) {
-    // A load and a store, not an exchange: only the thread that ran this collective notes
-    // its algorithm, before this, and nothing runs after it until this returns.
-    e->algorithm = algorithm_.load(std::memory_order_relaxed);
-    algorithm_.store(nullptr, std::memory_order_relaxed);
-  }
-  e->state = status == Status::Success ? OpState::Completed : OpState::Failed;
-  e->status = status;
-  e->ended = now;
-  const std::size_t n = std::min(error.size(), e->error.size() - 1);
-  std::copy_n(error.data(), n, e->error.data());
-  e->error[n] = '\0';
+void FlightRecorder::copy_error(TraceEntry& e, std::string_view error) {
+  const std::size_t n = std::min(error.size(), e.error.size() - 1);
+  std::copy_n(error.data(), n, e.error.data());
+  e.error[n] = '\0';
 }
 
 TraceSnapshot FlightRecorder::snapshot(Clock::time_point now) const {

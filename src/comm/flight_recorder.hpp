@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,11 +83,41 @@ class FlightRecorder {
 
   bool enabled() const { return !ring_.empty(); }
   /// Records a new operation (overwriting the oldest when full), started at once when
-  /// `started`; 0 when disabled.
-  RecordId issued(const OpDescription& op, Clock::time_point now, bool started = false);
+  /// `started`; 0 when disabled. Inline, as finished(): every blocking call runs both.
+  RecordId issued(const OpDescription& op, Clock::time_point now, bool started = false) {
+    if (ring_.empty()) return 0;
+    std::lock_guard lock(lock_);
+    const RecordId id = ++total_;
+    TraceEntry& e = slot(id);
+    e.id = id;
+    e.op = op;
+    e.state = started ? OpState::Started : OpState::Issued;
+    e.status = Status::Success;
+    e.algorithm = nullptr;
+    e.issued = now;
+    e.started = started ? now : Clock::time_point{};
+    e.ended = Clock::time_point{};
+    e.error[0] = '\0';
+    return id;
+  }
   void started(RecordId id, Clock::time_point now);
   /// Completed (`status` Success) or failed with `error`; takes the noted algorithm.
-  void finished(RecordId id, Status status, std::string_view error, Clock::time_point now);
+  void finished(RecordId id, Status status, std::string_view error, Clock::time_point now) {
+    std::lock_guard lock(lock_);
+    TraceEntry* e = find(id);
+    if (!e) return;
+    if (!is_point_to_point(e->op.fingerprint.collective)) {
+      // A load and a store, not an exchange: only the thread that ran this collective notes
+      // its algorithm, before this, and nothing runs after it until this returns.
+      e->algorithm = algorithm_.load(std::memory_order_relaxed);
+      algorithm_.store(nullptr, std::memory_order_relaxed);
+    }
+    e->state = status == Status::Success ? OpState::Completed : OpState::Failed;
+    e->status = status;
+    e->ended = now;
+    if (!error.empty()) copy_error(*e, error);
+    // An empty error stays as issued() left it: "".
+  }
   /// The algorithm the running collective chose; `name` must have static storage.
   void note_algorithm(const std::string_view* name) noexcept {
     algorithm_.store(name, std::memory_order_relaxed);
@@ -95,7 +126,13 @@ class FlightRecorder {
 
  private:
   /// The entry of `id`, or nullptr when it was overwritten (or never recorded).
-  TraceEntry* find(RecordId id);
+  TraceEntry* find(RecordId id) {
+    if (id == 0 || ring_.empty()) return nullptr;
+    TraceEntry& e = slot(id);
+    return e.id == id ? &e : nullptr;
+  }
+  /// Writes `error` (truncated, NUL-terminated) into `e`.
+  static void copy_error(TraceEntry& e, std::string_view error);
   /// Where `id` lives in the ring (a mask, not a division, for power-of-two capacities).
   TraceEntry& slot(RecordId id) {
     const std::uint64_t i = id - 1;

@@ -4,25 +4,17 @@
 
 namespace chorus::detail {
 
-void RootsDigest::stamp(Fingerprint& fp) {
-  if (has_root(fp.collective)) {
-    std::uint64_t h =
-        static_cast<std::uint32_t>(digest_) ^ (fp.seq << 32) ^ static_cast<std::uint32_t>(fp.root);
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;  // SplitMix64's finaliser
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    digest_ = static_cast<std::int32_t>((h ^ (h >> 31)) & 0x7fffffff);
-    if (calls_.count < kCallsKept) calls_.first[calls_.count] = fp;
-    ++calls_.count;
-    return;
-  }
-  if (fp.collective != Collective::Barrier || digest_ == -1) return;
-  fp.root = digest_;
+void RootsDigest::close(Fingerprint& fp) {
+  std::uint64_t h = sum_;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;  // SplitMix64's finaliser
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  fp.root = static_cast<std::int32_t>((h ^ (h >> 31)) & 0x7fffffff);  // never -1
   {
     std::lock_guard lock(mutex_);
     barriers_.emplace_back(fp.seq, calls_);
     if (barriers_.size() > kBarriersKept) barriers_.pop_front();
   }
-  digest_ = -1;
+  sum_ = 0;
   calls_.count = 0;
 }
 

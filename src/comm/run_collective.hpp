@@ -2,6 +2,7 @@
 #pragma once
 
 #include "algorithms/algorithm.hpp"
+#include "comm/call_plan.hpp"
 #include "comm/comm_state.hpp"
 
 namespace chorus::detail {
@@ -13,5 +14,17 @@ namespace chorus::detail {
 /// caller's dtype and op; its fingerprint is already stamped. `call` is the caller's own
 /// copy, which this changes.
 void run_collective(CommState& comm, algorithms::Call& call, Clock::time_point started);
+
+/// The plan of `call`'s shape (call_plan.hpp): `call` passed validate_collective on this
+/// rank and carries its fingerprint (the seq is not read). A plan left unused
+/// (CallPlan::used false) when no algorithm accepts the call: its calls take
+/// run_collective, which fails them.
+CallPlan plan_call(CommState& comm, const algorithms::Call& call);
+
+/// run_collective for a call of a planned shape, with the plan's choice when the
+/// communicator still offers what it was made for (else as run_collective). `started`: when
+/// the call was issued (not the epoch).
+void run_planned(CommState& comm, algorithms::Call& call, const PlannedRun& plan,
+                 Clock::time_point started);
 
 }  // namespace chorus::detail

@@ -88,6 +88,14 @@ void check_all_to_all_v(const algorithms::Call& a, int rank, int size) {
 }
 
 void check_buffers(const algorithms::Call& a, int rank, int size) {
+  const BufferBytes bytes = buffer_bytes(a, rank, size);
+  require_buffer(a.collective, a.send, "sendbuf", bytes.send);
+  require_buffer(a.collective, a.recv, "recvbuf", bytes.recv);
+}
+
+}  // namespace
+
+BufferBytes buffer_bytes(const algorithms::Call& a, int rank, int size) {
   auto n = static_cast<std::size_t>(size);
   const bool is_root = rank == a.root;
   const std::size_t element_bytes = dtype_size(a.dtype);
@@ -95,35 +103,25 @@ void check_buffers(const algorithms::Call& a, int rank, int size) {
   const std::size_t all = checked_bytes(a.collective, a.count, element_bytes, n);
   switch (a.collective) {
     case Collective::AllReduce:
-      require_buffer(a.collective, a.send, "sendbuf", one);
-      return require_buffer(a.collective, a.recv, "recvbuf", one);
+      return {one, one};
     case Collective::Broadcast:
-      if (is_root) require_buffer(a.collective, a.send, "sendbuf", one);
-      return require_buffer(a.collective, a.recv, "recvbuf", one);
+      return {is_root ? one : 0, one};
     case Collective::Reduce:
-      require_buffer(a.collective, a.send, "sendbuf", one);
-      return require_buffer(a.collective, a.recv, "recvbuf", is_root ? one : 0);
+      return {one, is_root ? one : 0};
     case Collective::AllGather:
-      require_buffer(a.collective, a.send, "sendbuf", one);
-      return require_buffer(a.collective, a.recv, "recvbuf", all);
+      return {one, all};
     case Collective::ReduceScatter:
-      require_buffer(a.collective, a.send, "sendbuf", all);
-      return require_buffer(a.collective, a.recv, "recvbuf", one);
+      return {all, one};
     case Collective::Gather:
-      require_buffer(a.collective, a.send, "sendbuf", one);
-      return require_buffer(a.collective, a.recv, "recvbuf", is_root ? all : 0);
+      return {one, is_root ? all : 0};
     case Collective::Scatter:
-      require_buffer(a.collective, a.send, "sendbuf", is_root ? all : 0);
-      return require_buffer(a.collective, a.recv, "recvbuf", one);
+      return {is_root ? all : 0, one};
     case Collective::AllToAll:
-      require_buffer(a.collective, a.send, "sendbuf", all);
-      return require_buffer(a.collective, a.recv, "recvbuf", all);
+      return {all, all};
     default:
-      return;
+      return {};
   }
 }
-
-}  // namespace
 
 void validate_collective(const algorithms::Call& args, int rank, int size) {
   const Collective c = args.collective;

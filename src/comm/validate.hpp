@@ -12,6 +12,16 @@ namespace chorus::detail {
 /// this rank sends itself differs from the count it receives from itself.
 void validate_collective(const algorithms::Call& args, int rank, int size);
 
+/// The bytes a collective reads from its send buffer and writes to its receive buffer on
+/// `rank` (0: that buffer may be NULL); zero for all-to-all-v and barrier. Throws
+/// Error(InvalidArgument) when a size overflows. validate_collective refuses a NULL buffer
+/// of more than 0 bytes.
+struct BufferBytes {
+  std::size_t send = 0;
+  std::size_t recv = 0;
+};
+BufferBytes buffer_bytes(const algorithms::Call& args, int rank, int size);
+
 /// The same for send/recv: `peer` must be another rank of the communicator.
 void validate_point_to_point(Collective kind, const void* buf, std::size_t count, DataType dtype,
                              int peer, int rank, int size);

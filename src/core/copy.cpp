@@ -55,10 +55,10 @@ bool copy_bytes_vectorized() noexcept {
   return avx2;
 }
 
-void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
+void copy_bytes_large(void* dst, const void* src, std::size_t bytes) noexcept {
   if (bytes >= kVectorFrom && copy_bytes_vectorized()) {
     copy_avx2(dst, src, bytes);
-  } else if (bytes > 0) {
+  } else {
     std::memcpy(dst, src, bytes);
   }
 }

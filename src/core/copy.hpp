@@ -7,11 +7,38 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
+#include <type_traits>
 
 namespace chorus {
 
+/// copy_bytes of more than kSmallCopyBytes (out of line).
+void copy_bytes_large(void* dst, const void* src, std::size_t bytes) noexcept;
+
+/// Copies up to this many bytes inline, in at most two overlapping moves of a power of two
+/// (a small collective's whole message: a call to memcpy would cost more than the copy).
+inline constexpr std::size_t kSmallCopyBytes = 64;
+
 /// memcpy's contract: `bytes` bytes from `src` to `dst`, which do not overlap.
-void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept;
+inline void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
+  if (bytes > kSmallCopyBytes) return copy_bytes_large(dst, src, bytes);
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  // Both moves load before they store; the ranges do not overlap, so the order is free.
+  const auto two = [&](auto width) {
+    constexpr std::size_t w = decltype(width)::value;
+    unsigned char head[w], tail[w];
+    std::memcpy(head, s, w);
+    std::memcpy(tail, s + bytes - w, w);
+    std::memcpy(d, head, w);
+    std::memcpy(d + bytes - w, tail, w);
+  };
+  if (bytes >= 32) return two(std::integral_constant<std::size_t, 32>{});
+  if (bytes >= 16) return two(std::integral_constant<std::size_t, 16>{});
+  if (bytes >= 8) return two(std::integral_constant<std::size_t, 8>{});
+  if (bytes >= 4) return two(std::integral_constant<std::size_t, 4>{});
+  for (std::size_t i = 0; i < bytes; ++i) d[i] = s[i];
+}
 
 /// copy_bytes or copy_bytes_streaming, chosen once per call.
 using CopyFunction = void (*)(void* dst, const void* src, std::size_t bytes) noexcept;

@@ -30,15 +30,7 @@ void futex_wait(std::uint32_t* address, std::uint32_t expected, int timeout_ms) 
 // sleeper's check after arm() sees the work published before this fence. Only an
 // armed doorbell has its shared sequence word written, so ranks that post to each
 // other without sleeping never contend for that cache line.
-//
-// ThreadSanitizer does not model fences (and GCC warns about them there): under it
-// every ring bumps the sequence first, the handshake's fence-free form (the sequence
-// and `armed` are then the Dekker pair, all four operations sequentially consistent).
-#if defined(__SANITIZE_THREAD__)
-#define CHORUS_DOORBELL_FENCES 0
-#else
-#define CHORUS_DOORBELL_FENCES 1
-#endif
+// (CHORUS_DOORBELL_FENCES: doorbell.hpp.)
 
 void Doorbell::ring() const noexcept {
 #if CHORUS_DOORBELL_FENCES
@@ -52,9 +44,9 @@ void Doorbell::ring() const noexcept {
 #endif
 }
 
-void Doorbell::ring_both(const Doorbell& first, const Doorbell& second) noexcept {
+void Doorbell::ring_both_armed(const Doorbell& first, const Doorbell& second) noexcept {
 #if CHORUS_DOORBELL_FENCES
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // ring_both fenced already.
   for (const Doorbell* bell : {&first, &second}) {
     if (Word(bell->word_->armed).load(std::memory_order_relaxed) == 0) continue;
     Word(bell->word_->sequence).fetch_add(1, std::memory_order_seq_cst);

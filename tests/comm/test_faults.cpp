@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace chorus::testing {
@@ -290,6 +292,59 @@ TEST_P(Faults, ArgumentErrorsLeaveTheCommunicatorUsableOnEveryRank) {
         EXPECT_EQ(out[displs[p] + i], static_cast<float>(p)) << "rank " << c.rank();
       }
     }
+  });
+}
+
+// A blocking call of a shape already run skips the full argument checks (comm/call_plan.hpp):
+// a NULL buffer that shape needs must still fail with the full check's sentence, before
+// anything is numbered or sent, while a NULL buffer the rank does not use still passes.
+TEST_P(Faults, NullBuffersOfAShapeAlreadyRunAreStillNamed) {
+  ThreadJob job(2, {.transport = GetParam(), .timeout = 20s});
+  ASSERT_TRUE(job.ok());
+  const DataType f32 = DataType::Float32;
+  // Every shape twice (planned by the first call), rank 0's reduce recv NULL (root 1).
+  const auto good_calls = [f32](Communicator& c, std::vector<float>& x) {
+    const int r = c.rank();
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      std::fill(x.begin(), x.end(), static_cast<float>(r + 1));
+      c.broadcast(x.data(), x.data(), 2, f32, 1);
+      EXPECT_EQ(x[0], 2.0f) << "rank " << r;
+      c.all_reduce(x.data(), x.data(), 2, f32, ReduceOp::Sum);
+      EXPECT_EQ(x[1], 4.0f) << "rank " << r;
+      c.reduce(x.data(), r == 1 ? x.data() + 2 : nullptr, 2, f32, ReduceOp::Sum, 1);
+      if (r == 1) {
+        EXPECT_EQ(x[2], 8.0f);
+      }
+      c.gather(x.data(), r == 0 ? x.data() + 4 : nullptr, 2, f32, 0);
+      c.scatter(r == 0 ? x.data() + 4 : nullptr, x.data(), 2, f32, 0);
+    }
+  };
+  job.run([&](Communicator& c) {
+    std::vector<float> x(8);
+    good_calls(c, x);
+    if (c.rank() == 0) {
+      float* p = x.data();
+      const std::vector<std::pair<std::function<void()>, std::string>> bad = {
+          {[&] { c.broadcast(p, nullptr, 2, f32, 1); },
+           "broadcast: recvbuf is NULL but the call moves 8 bytes"},
+          {[&] { c.all_reduce(nullptr, p, 2, f32, ReduceOp::Sum); },
+           "allreduce: sendbuf is NULL but the call moves 8 bytes"},
+          {[&] { c.reduce(nullptr, nullptr, 2, f32, ReduceOp::Sum, 1); },
+           "reduce: sendbuf is NULL but the call moves 8 bytes"},
+          {[&] { c.gather(p, nullptr, 2, f32, 0); },
+           "gather: recvbuf is NULL but the call moves 16 bytes"},
+          {[&] { c.scatter(nullptr, p, 2, f32, 0); },
+           "scatter: sendbuf is NULL but the call moves 16 bytes"},
+      };
+      for (const auto& [call, sentence] : bad) {
+        std::string message;
+        EXPECT_EQ(status_of(call, &message), Status::InvalidArgument) << sentence;
+        EXPECT_EQ(message, sentence);
+        EXPECT_EQ(c.last_error(), sentence);
+      }
+    }
+    // Nothing was numbered: both ranks go on with the same calls.
+    good_calls(c, x);
   });
 }
 

@@ -204,6 +204,29 @@ TEST(WindowFallback, BuffersOutsideAWindowOnOneRankRunShmDirect) {
       "");
 }
 
+// A blocking call's shape is planned with the algorithm chosen for what the communicator
+// offered then (comm/call_plan.hpp): once a window exists, the same shape chooses again.
+TEST(WindowFallback, AShapeRunBeforeTheFirstWindowChoosesAgainOnceOneExists) {
+  ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};
+  EXPECT_EQ(forked_ranks_failures(
+                job,
+                [](Communicator& c, SharedPage&) {
+                  constexpr std::size_t kCount = 100'001;
+                  std::vector<unsigned char> heap(kCount * 4);
+                  c.all_reduce(heap.data(), heap.data(), kCount, DataType::Float32, ReduceOp::Sum);
+                  const std::string before = c.last_algorithm();
+                  rank_check(before != "shm_window", "shm_window ran without a window");
+                  all_reduce_into(c, DataType::Float32, ReduceOp::Sum, kCount, heap.data(),
+                                  heap.data(), before);
+                  auto* window = static_cast<unsigned char*>(c.alloc_shared(kCount * 4));
+                  for (int repeat = 0; repeat < 2; ++repeat) {
+                    all_reduce_into(c, DataType::Float32, ReduceOp::Sum, kCount, window, window,
+                                    "shm_window");
+                  }
+                }),
+            "");
+}
+
 // Ranks ask for different sizes (one for none); each gets its own bytes, all usable.
 TEST(WindowAllocation, DifferentSizesAndZero) {
   ForkedRanks job{.n = 3, .env = {}, .limit = std::chrono::seconds(60), .before_join = {}};

@@ -1,4 +1,5 @@
-// The comm layer's pure parts: argument validation and the ordered executor.
+// The comm layer's pure parts: argument validation, call plans and the ordered executor.
+#include "comm/call_plan.hpp"
 #include "comm/executor.hpp"
 #include "comm/roots_digest.hpp"
 #include "comm/validate.hpp"
@@ -139,6 +140,49 @@ TEST(RootsDigest, BarriersCarryTheRootsOfTheRootedCallsSinceThePreviousOne) {
   EXPECT_FALSE(fingerprints_match(mine[0], swapped[0]));
 }
 
+// What a plan stands for: the buffers a rank needs are buffer_bytes' non-zero ones, and a
+// plan serves exactly its shape.
+TEST(CallPlans, ServeTheirShapeAndKnowTheBuffersARankNeeds) {
+  float x[8];
+  const BufferBytes rooted = buffer_bytes(args(Collective::Gather, x, x, 2, 1), 0, 2);
+  EXPECT_EQ(rooted.send, 8u);
+  EXPECT_EQ(rooted.recv, 0u);  // rank 0 is not the root
+  EXPECT_EQ(buffer_bytes(args(Collective::Gather, x, x, 2, 1), 1, 2).recv, 16u);
+  EXPECT_EQ(buffer_bytes(args(Collective::Scatter, x, x, 2, 1), 0, 2).send, 0u);
+
+  CallPlan plan;
+  const Call call = args(Collective::Reduce, x, x, 4, 1);
+  plan.count = call.count;
+  plan.collective = call.collective;
+  plan.dtype = call.dtype;
+  plan.op = call.op;
+  plan.root = call.root;
+  plan.needs_send = true;
+  plan.used = true;
+  PlanTable table;
+  EXPECT_EQ(table.find(call), nullptr);
+  table.keep(plan);
+  ASSERT_NE(table.find(call), nullptr);
+  EXPECT_TRUE(table.find(call)->buffers_pass(args(Collective::Reduce, x, nullptr, 4, 1)));
+  EXPECT_FALSE(table.find(call)->buffers_pass(args(Collective::Reduce, nullptr, x, 4, 1)));
+  Call other = call;
+  other.root = 0;
+  EXPECT_EQ(table.find(other), nullptr);
+  other = call;
+  other.op = ReduceOp::Max;
+  EXPECT_EQ(table.find(other), nullptr);
+  other = call;
+  other.dtype = DataType::Float64;
+  EXPECT_EQ(table.find(other), nullptr);
+  other = call;
+  other.count = 5;
+  EXPECT_EQ(table.find(other), nullptr);
+  EXPECT_FALSE(PlanTable::plannable(args(Collective::Reduce, x, x, 0)));
+  EXPECT_FALSE(PlanTable::plannable(args(Collective::AllToAllV, x, x, 1)));
+  EXPECT_FALSE(PlanTable::plannable(args(Collective::Barrier, x, x, 1)));
+  EXPECT_TRUE(PlanTable::plannable(call));
+}
+
 TEST(Executor, RunsInSubmissionOrderAndReportsFailures) {
   std::vector<int> order;
   std::atomic<int> failures{0};
@@ -211,8 +255,7 @@ TEST(Executor, BlockingWorkRunsOnTheCallersThreadAndBackgroundWorkOnTheWorker) {
 
 /// A claimed run (Executor::claim) for the tests below: runs `body` on this thread.
 void run_claimed(Executor& executor, FlightRecorder::RecordId record, std::function<void()> body) {
-  executor.run_claimed([](void* context) { (*static_cast<std::function<void()>*>(context))(); },
-                       &body, record);
+  executor.run_claimed(body, record);
 }
 
 TEST(Executor, ClaimedWorkRunsAloneAndWakesWhatQueuedBehindIt) {

@@ -60,12 +60,6 @@ std::size_t segment_bytes(int size, std::size_t stride) {
   return header_bytes(size) + stride * static_cast<std::size_t>(size);
 }
 
-std::uint64_t shape_of(const Fingerprint& call) {
-  return std::uint64_t{static_cast<std::uint32_t>(call.root)} << 32 |
-         std::uint64_t{static_cast<std::uint8_t>(call.collective)} << 16 |
-         std::uint64_t{call.dtype} << 8 | call.op;
-}
-
 Fingerprint unpack(std::uint64_t seq, std::uint64_t count, std::uint64_t shape) {
   Fingerprint call;
   call.seq = seq;
@@ -140,19 +134,6 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
   lines_ = reinterpret_cast<FlagLine*>(base);
 }
 
-void HostArena::begin_call(const Fingerprint& call, Clock::time_point now) {
-  if (watcher_) {
-    if (now >= next_call_check_) {
-      next_call_check_ = now + check_period_;
-      watcher_->arena_check(call, /*send_probe=*/false);
-    } else {
-      watcher_->arena_throw_if_broken();
-    }
-  }
-  call_ = call;
-  call_shape_ = shape_of(call);
-}
-
 std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
   const std::uint64_t g = round_ + 1;
   const bool small = bytes <= lane_bytes_;
@@ -195,13 +176,9 @@ void HostArena::publish_round() {
   record.round.store(round_, std::memory_order_release);
 }
 
-void HostArena::post(std::uint64_t value) {
-  const std::size_t lane = round_ % kLanes;
-  if (value == 2 * round_ && tiny_rounds_[lane]) {
-    line(rank_).rounds[lane].posted.store(value, std::memory_order_release);
-  }
-  line(rank_).flag.store(value, std::memory_order_release);  // ring_both() fences
-  Doorbell::ring_both(doorbell_, posted_bell(rank_));
+void HostArena::call_check(const Fingerprint& call, Clock::time_point now) {
+  next_call_check_ = now + check_period_;
+  watcher_->arena_check(call, /*send_probe=*/false);
 }
 
 void HostArena::wait_all(std::uint64_t value, Deadline deadline) {
@@ -214,11 +191,6 @@ bool HostArena::ready(int r, std::uint64_t value) {
   if (!reached(r, value)) return false;
   if (checked_[static_cast<std::size_t>(r)] != value / 2) check_round_of(r, value / 2);
   return true;
-}
-
-void HostArena::wait_for(int r, std::uint64_t value, Deadline deadline) {
-  if (!reached(r, value)) wait_slow(r, value, deadline);
-  if (checked_[static_cast<std::size_t>(r)] != value / 2) check_round_of(r, value / 2);
 }
 
 /// Rank r posted a flag of round `round` (this rank's current or previous one), so

@@ -134,7 +134,17 @@ class HostArena {
   /// clock's tick (1-4 ms) when `now` is coarse_now(); every wait runs its own
   /// passes. Must precede the call's first round. `now`: when the call started (the
   /// caller's clock reading; a time point that goes backwards only delays the next pass).
-  void begin_call(const Fingerprint& call, Clock::time_point now);
+  void begin_call(const Fingerprint& call, Clock::time_point now) {
+    if (watcher_) {
+      if (now >= next_call_check_) {
+        call_check(call, now);
+      } else {
+        watcher_->arena_throw_if_broken();
+      }
+    }
+    call_ = call;
+    call_shape_ = shape_of(call);
+  }
   /// One watcher pass now: throws the failure the transport already knows of (a broken
   /// transport, an ABORT frame that arrived, a dead peer), if any.
   void check_now() {
@@ -147,11 +157,21 @@ class HostArena {
   /// most kInlineBytes a tiny one.
   std::uint64_t begin_round(Deadline deadline, std::size_t bytes = kWholeRound);
   /// Publishes `value` as this rank's flag and wakes sleepers.
-  void post(std::uint64_t value);
+  void post(std::uint64_t value) {
+    const std::size_t lane = round_ % kLanes;
+    if (value == 2 * round_ && tiny_rounds_[lane]) {
+      line(rank_).rounds[lane].posted.store(value, std::memory_order_release);
+    }
+    line(rank_).flag.store(value, std::memory_order_release);  // ring_both() fences
+    Doorbell::ring_both(doorbell_, posted_bell(rank_));
+  }
   /// Waits until rank `r`'s flag is at least `value` (of this rank's current or
   /// previous round), then checks r's record of that round. Throws Mismatch when
   /// it names another call, Timeout at `deadline`, or what the watcher throws.
-  void wait_for(int r, std::uint64_t value, Deadline deadline);
+  void wait_for(int r, std::uint64_t value, Deadline deadline) {
+    if (!reached(r, value)) wait_slow(r, value, deadline);
+    if (checked_[static_cast<std::size_t>(r)] != value / 2) check_round_of(r, value / 2);
+  }
   /// wait_for every other rank.
   void wait_all(std::uint64_t value, Deadline deadline);
   /// Whether rank `r`'s flag is at least `value` now, with its record of that round checked
@@ -187,6 +207,14 @@ class HostArena {
   FlagLine& line(int r) const;
   /// The transport's number of arena rank `r`.
   int member(int r) const { return members_.empty() ? r : members_[static_cast<std::size_t>(r)]; }
+  /// A call's root, collective, dtype and op in one word (what a round record holds).
+  static std::uint64_t shape_of(const Fingerprint& call) {
+    return std::uint64_t{static_cast<std::uint32_t>(call.root)} << 32 |
+           std::uint64_t{static_cast<std::uint8_t>(call.collective)} << 16 |
+           std::uint64_t{call.dtype} << 8 | call.op;
+  }
+  /// begin_call's full watcher pass (at most once per check_period_ of its `now`).
+  void call_check(const Fingerprint& call, Clock::time_point now);
   /// Rank r's own doorbell: its posts ring it, waits for r alone sleep on it.
   Doorbell posted_bell(int r) const { return Doorbell(bells_ + 1 + r); }
   bool reached(int r, std::uint64_t value);
