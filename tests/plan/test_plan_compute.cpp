@@ -73,6 +73,16 @@ ComputeProfile synthetic_profile(const Truth& t) {
   return p;
 }
 
+/// model() on 2 ranks of free links, its compute by `measured`.
+PlanRequest measured_request(const ComputeModel& measured) {
+  PlanRequest r;
+  r.model = model();
+  r.ranks_per_host = 2;
+  r.machine.links = {};
+  r.machine.measured = measured;
+  return r;
+}
+
 TEST(PlanCompute, TheFittedModelReproducesASyntheticProfile) {
   const Truth truth;
   const ComputeModel c = fit_compute_model(synthetic_profile(truth), "synthetic");
@@ -84,11 +94,7 @@ TEST(PlanCompute, TheFittedModelReproducesASyntheticProfile) {
 
   // The planner's compute term at micro-batch 3 and tp 2: every block's two lines, the head's
   // and the embedding's, m times.
-  PlanRequest r;
-  r.model = model();
-  r.ranks_per_host = 2;
-  r.machine.links = {};
-  r.machine.measured = c;
+  const PlanRequest r = measured_request(c);
   CollectiveCosts costs(r.machine.links);
   Layout l;
   l.tp = 2, l.micro_batches = 4, l.micro_batch = 3;
@@ -131,11 +137,7 @@ TEST(PlanCompute, MeasuredRecomputationReplacesTheRule) {
   const ComputeModel c = fit_compute_model(profile, "synthetic");
   expect_line(c.selective_backward, selective);
   expect_line(c.full_backward, full);
-  PlanRequest r;
-  r.model = model();
-  r.ranks_per_host = 2;
-  r.machine.links = {};
-  r.machine.measured = c;
+  const PlanRequest r = measured_request(c);
   CollectiveCosts costs(r.machine.links);
   Layout l;
   l.tp = 2, l.micro_batches = 2, l.micro_batch = 3;
