@@ -10,6 +10,9 @@ namespace {
 
 double d(std::int64_t value) { return static_cast<double>(value); }
 
+/// Logits-sized tensors the head holds at its peak (memory(), below).
+constexpr double kCrossEntropyLogits = 7;
+
 /// The mesh groups of a layout (PARALLEL.md: pp, dp, cp, tp slowest to fastest; ep inside
 /// dp * cp next to tp).
 struct Groups {
@@ -216,8 +219,11 @@ MemoryUse memory(const PlanRequest& r, const Layout& l) {
   const double blocks = d(stage_layers(m, l));
   use.activations = in_flight(l) * blocks * kept_activation_bytes(m, l, p);
   if (l.recompute == Recompute::Full) use.activations += block_activation_bytes(m, l, p);
-  // The logits and their softmax on the last stage (one micro-batch).
-  use.activations += 2 * d(l.micro_batch) * d(m.seq) / l.cp * d(m.vocab) / l.tp * p.activation;
+  // The last stage's head at its peak, one micro-batch: the vocabulary-parallel cross-entropy's
+  // forward holds 7 logits-sized tensors at once (the logits, their clone, shifted, exp, the
+  // one-hot targets, exp / Σexp and the softmax − one-hot it keeps for backward).
+  use.activations +=
+      kCrossEntropyLogits * d(l.micro_batch) * d(m.seq) / l.cp * d(m.vocab) / l.tp * p.activation;
   if (l.pp > 1) use.boundaries = (in_flight(l) * l.virtual_stages + 2) * boundary_bytes(r, l);
   return use;
 }

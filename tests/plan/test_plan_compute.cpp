@@ -2,7 +2,7 @@
 // points and the fit's edge cases; a synthetic profile's times (made by known lines at four
 // micro-batch sizes) reproduced by the fitted model and by the planner's compute term at a
 // size and tp the profile did not measure, with recomputation by rule and measured; the
-// optimizer's time and the pipeline's boundary tensors in a prediction.
+// optimizer's time, the pipeline's boundary tensors and the head's peak in a prediction.
 #include "plan/compute_model.hpp"
 #include "plan/planner.hpp"
 
@@ -185,7 +185,11 @@ TEST(PlanCompute, ThePipelinesBoundaryTensorsAreInTheMemory) {
   l.tp = 2, l.sequence_parallel = true;
   EXPECT_DOUBLE_EQ(predict(r, l, costs).memory.boundaries, (5 + 2) * boundary / 2);
   l = Layout{};
-  EXPECT_EQ(predict(r, l, costs).memory.boundaries, 0);
+  const MemoryUse one_stage = predict(r, l, costs).memory;
+  EXPECT_EQ(one_stage.boundaries, 0);
+  // The blocks' activations and the cross-entropy's 7 logits-sized tensors of b·s·V floats.
+  EXPECT_DOUBLE_EQ(one_stage.activations,
+                   8 * kept_activation_bytes(r.model, l, Precision::fp32()) + 7 * 64 * 256 * 4.0);
 }
 
 }  // namespace
