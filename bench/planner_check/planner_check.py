@@ -4,10 +4,12 @@
     planner_check.py --build BUILD --ranks N [--synthetic-compute MS] [--layouts K] [--steps S]
 
 1. A compute profile: with real compute, `chorus-train --write-compute-profile` times every
-   block of the model on one process; with --synthetic-compute MS the profile says what the
-   sleeps are (a block's forward MS ms at micro-batch 1 and tp 1, its backward 2·MS), so the
-   planner's compute term is exact by construction and the check is of everything else (the
-   bubble, the communication, what overlaps).
+   block of the model, the embedding, the head and the optimizer on one process at every
+   micro-batch size a layout can use (1, 2, 4, ... up to the global batch), to which the planner
+   fits a fixed time plus a time per FLOP; with --synthetic-compute MS the profile says what
+   the sleeps are (a block's forward MS ms at micro-batch 1 and tp 1, its backward 2·MS, in
+   proportion to FLOPs), so the planner's compute term is exact by construction and the check
+   is of everything else (the bubble, the communication, what overlaps).
 2. `chorus-plan --json` over N ranks of one host with that profile; the layouts chorus-train runs
    (no cp, no sequence parallelism with synthetic compute, no ZeRO, dense), one per command
    line: the best five and the rest evenly spaced down to the worst, K in all.
@@ -16,8 +18,10 @@
    most loaded rank.
 4. A markdown report on stdout: predicted against measured step time and memory per layout,
    Kendall's tau of the two orders, the top five's errors, and where the predicted best landed.
-   With synthetic compute no activation is held, so memory is compared with the predicted model
-   states (parameters, gradients, optimizer) alone.
+   The measured memory counts the gradient buckets (host-shared or not) the counting allocator
+   does not see (chorus-train --peak-memory). With synthetic compute no activation is held:
+   memory is compared with the predicted model states plus the boundary tensors a synthetic
+   pipeline keeps (synthetic_boundaries), on the rank where their sum is largest.
 """
 
 import argparse
@@ -29,6 +33,9 @@ import sys
 import tempfile
 
 MODEL = ["--layers", "8", "--hidden", "64", "--heads", "4", "--seq-len", "64"]
+SIZES = {key[2:]: int(value) for key, value in zip(MODEL[::2], MODEL[1::2])}
+VOCAB = 256  # chorus-train's byte vocabulary
+STATE_BYTES = 4 + 4 + 8  # per fp32 parameter: itself, its gradient, Adam's two moments
 MiB = 1024.0 * 1024.0
 
 
@@ -50,8 +57,9 @@ def compute_profile(args, path):
                       (values["--hidden"], values["--heads"], values["--seq-len"]))
             out.write("layer_forward_ms %g\nlayer_backward_ms %g\n" % (ms, 2 * ms))
         return
+    # Micro-batch --global-batch, and every power of two below it: every size a layout uses.
     run([args.train, "--model", "gpt"] + MODEL +
-        ["--batch", str(args.global_batch // args.ranks), "--write-compute-profile", path], 600)
+        ["--batch", str(args.global_batch), "--write-compute-profile", path], 600)
 
 
 def runnable(layout, synthetic):
@@ -85,6 +93,32 @@ def measure(args, layout):
     if not step or not memory:
         sys.exit("planner_check: no summary or memory line in:\n" + out)
     return float(step.group(1)) / 1000, float(memory.group(1))
+
+
+def synthetic_boundaries(layout, rank):
+    """Bytes of the boundary tensors pipeline rank `rank` of a synthetic run holds at its peak:
+    with pp > 1 each of its chunks keeps every micro-batch's received input and that input's
+    gradient (on virtual stages after the first) and its output and the output's received
+    gradient (before the last) to the step's end, as GptPipeline's synthetic computations do;
+    at any pp one more is being made, and with tp > 1 its all-reduced copy."""
+    p, v, m = layout["pp"], layout["virtual_stages"], layout["micro_batches"]
+    boundary = layout["micro_batch"] * SIZES["seq-len"] * SIZES["hidden"] * 4
+    last = p * v - 1
+    held = sum(2 * (s > 0) + 2 * (s < last) for s in (c * p + rank for c in range(v)))
+    return (held * m + 1 + (layout["tp"] > 1)) * boundary
+
+
+def synthetic_memory(layout):
+    """The predicted peak of a synthetic run: the largest over its pipeline ranks of the model
+    states (the planner's heaviest stage's; ranks that hold neither the first nor the last
+    virtual stage without the embedding's) plus that rank's boundary tensors."""
+    memory = layout["memory_bytes"]
+    states = memory["parameters"] + memory["gradients"] + memory["optimizer"]
+    embedding = (VOCAB * SIZES["hidden"] / layout["tp"] + SIZES["seq-len"] * SIZES["hidden"]) * \
+        STATE_BYTES
+    p = layout["pp"]
+    return max(states - (embedding if 0 < rank < p - 1 else 0) +
+               synthetic_boundaries(layout, rank) for rank in range(p))
 
 
 def kendall_tau(xs, ys):
@@ -128,14 +162,17 @@ def report(args, chosen, measured, total):
     print("%d of the planner's %d layouts (its best five, then evenly spaced to its worst), "
           "%d steps each; memory: %s.\n" %
           (len(chosen), total, args.steps,
-           "predicted model states (no activations are held)" if synthetic
-           else "predicted total per rank"))
+           "predicted model states and the synthetic pipeline's boundary tensors (no "
+           "activations are held)" if synthetic
+           else "predicted total per rank (with the pipeline's boundary tensors)"))
     print("| planner rank | layout | predicted (ms) | measured (ms) | error | "
           "predicted (MiB) | measured (MiB) | error |")
     print("|--:|---|--:|--:|--:|--:|--:|--:|")
+    memory_errors = []
     for (rank, layout), (seconds, peak) in zip(chosen, measured):
-        memory = layout["memory_bytes"]
-        predicted_memory = memory["total"] - (memory["activations"] if synthetic else 0)
+        predicted_memory = (synthetic_memory(layout) if synthetic
+                            else layout["memory_bytes"]["total"])
+        memory_errors.append(peak / predicted_memory - 1)
         print("| %d | %s | %.1f | %.1f | %+.1f%% | %.2f | %.2f | %+.1f%% |" %
               (rank, name(layout), layout["step_s"] * 1e3, seconds * 1e3,
                100 * (seconds / layout["step_s"] - 1), predicted_memory / MiB, peak / MiB,
@@ -146,9 +183,10 @@ def report(args, chosen, measured, total):
     top = [abs(seconds[i] / predicted[i] - 1) for i in range(min(5, len(chosen)))]
     print("\nKendall's tau (predicted against measured step time): %.2f. Top five: largest "
           "error %.1f%%. The predicted best measured %.1f ms, %.1f%% above the measured best "
-          "(%s, %.1f ms).\n" %
+          "(%s, %.1f ms). Memory: errors %+.1f%% to %+.1f%%.\n" %
           (kendall_tau(predicted, seconds), 100 * max(top), seconds[0] * 1e3,
-           100 * (seconds[0] / seconds[best] - 1), name(chosen[best][1]), seconds[best] * 1e3))
+           100 * (seconds[0] / seconds[best] - 1), name(chosen[best][1]), seconds[best] * 1e3,
+           100 * min(memory_errors), 100 * max(memory_errors)))
 
 
 def main():

@@ -38,12 +38,89 @@ void read_layer(ComputeProfile& p, std::istringstream& fields, const std::string
   p.block_backward_ms.push_back(positive_number(where, "layer " + index, backward));
 }
 
+/// A positive whole number of samples.
+std::int64_t micro_batch_size(const std::string& where, const std::string& key,
+                              const std::string& text) {
+  const double value = positive_number(where, key, text);
+  require_argument(value == std::floor(value) && value < 1e15,
+                   where + ": " + key + " '" + text + "' is not a whole number of samples");
+  return static_cast<std::int64_t>(value);
+}
+
+/// One "at B F W E H" line: the times at another micro-batch size.
+void read_size(ComputeProfile& p, std::istringstream& fields, const std::string& where) {
+  std::string size, forward, backward, embedding, head, rest;
+  require_argument(static_cast<bool>(fields >> size >> forward >> backward >> embedding >> head) &&
+                       !(fields >> rest),
+                   where +
+                       ": expected 'at <micro-batch> <layer forward ms> <layer backward ms> "
+                       "<embedding ms> <head ms>'");
+  SizeTimes t;
+  t.micro_batch = micro_batch_size(where, "at", size);
+  const std::string key = "at " + size;
+  t.layer_forward_ms = positive_number(where, key, forward);
+  t.layer_backward_ms = positive_number(where, key, backward);
+  t.embedding_ms = positive_number(where, key, embedding);
+  t.head_ms = positive_number(where, key, head);
+  for (const SizeTimes& other : p.more_sizes)
+    require_argument(other.micro_batch != t.micro_batch,
+                     where + ": micro-batch " + size + " has a second 'at' line");
+  p.more_sizes.push_back(t);
+}
+
+/// One "recompute B S F" line.
+void read_recompute(ComputeProfile& p, std::istringstream& fields, const std::string& where) {
+  std::string size, selective, full, rest;
+  require_argument(static_cast<bool>(fields >> size >> selective >> full) && !(fields >> rest),
+                   where +
+                       ": expected 'recompute <micro-batch> <selective backward ms> <full "
+                       "backward ms>'");
+  RecomputeTimes t;
+  t.micro_batch = micro_batch_size(where, "recompute", size);
+  t.selective_backward_ms = positive_number(where, "recompute " + size, selective);
+  t.full_backward_ms = positive_number(where, "recompute " + size, full);
+  for (const RecomputeTimes& other : p.recompute)
+    require_argument(other.micro_batch != t.micro_batch,
+                     where + ": micro-batch " + size + " has a second 'recompute' line");
+  p.recompute.push_back(t);
+}
+
+/// The "at" lines' sizes against the main micro-batch, and what they need; the "recompute"
+/// lines' sizes among the profile's.
+void check_sizes(const ComputeProfile& p, std::string_view source) {
+  require_argument(p.more_sizes.empty() || (p.embedding_ms > 0 && p.head_ms > 0),
+                   std::string(source) +
+                       ": 'at' lines need the embedding_ms and head_ms lines (the times at "
+                       "micro_batch " +
+                       std::to_string(p.micro_batch) + ")");
+  for (const SizeTimes& t : p.more_sizes)
+    require_argument(t.micro_batch != p.micro_batch,
+                     std::string(source) + ": micro-batch " + std::to_string(t.micro_batch) +
+                         " has an 'at' line and is the micro_batch line's too");
+  const std::vector<SizeTimes> sizes = p.sizes();
+  for (const RecomputeTimes& r : p.recompute) {
+    bool profiled = false;
+    for (const SizeTimes& t : sizes) profiled = profiled || t.micro_batch == r.micro_batch;
+    require_argument(profiled, std::string(source) + ": 'recompute " +
+                                   std::to_string(r.micro_batch) +
+                                   "' is not a profiled micro-batch (micro_batch or an 'at' line)");
+  }
+}
+
 }  // namespace
 
 ComputeProfile parse_compute_profile(std::istream& in, std::string_view source) {
-  static const char* const kKeys[] = {
-      "hidden",       "heads",  "seq", "micro_batch", "tp", "layer_forward_ms", "layer_backward_ms",
-      "embedding_ms", "head_ms"};
+  static const char* const kKeys[] = {"hidden",
+                                      "heads",
+                                      "seq",
+                                      "micro_batch",
+                                      "tp",
+                                      "layer_forward_ms",
+                                      "layer_backward_ms",
+                                      "embedding_ms",
+                                      "head_ms",
+                                      "vocab",
+                                      "optimizer_ns_per_parameter"};
   ComputeProfile p;
   std::map<std::string, double> values;
   std::string line;
@@ -56,12 +133,21 @@ ComputeProfile parse_compute_profile(std::istream& in, std::string_view source) 
       read_layer(p, fields, where);
       continue;
     }
+    if (key == "at") {
+      read_size(p, fields, where);
+      continue;
+    }
+    if (key == "recompute") {
+      read_recompute(p, fields, where);
+      continue;
+    }
     require_argument(static_cast<bool>(fields >> value) && !(fields >> rest),
                      where + ": expected '" + key + " <positive number>'");
     bool known = false;
     for (const char* name : kKeys) known = known || key == name;
     require_argument(known, where + ": unknown compute profile key '" + key + "'");
-    values[key] = positive_number(where, key, value);
+    values[key] = key == "micro_batch" ? static_cast<double>(micro_batch_size(where, key, value))
+                                       : positive_number(where, key, value);
   }
   for (const char* name :
        {"hidden", "heads", "seq", "micro_batch", "layer_forward_ms", "layer_backward_ms"}) {
@@ -77,7 +163,18 @@ ComputeProfile parse_compute_profile(std::istream& in, std::string_view source) 
   p.layer_backward_ms = values["layer_backward_ms"];
   p.embedding_ms = values.count("embedding_ms") ? values["embedding_ms"] : 0;
   p.head_ms = values.count("head_ms") ? values["head_ms"] : 0;
+  p.vocab = values.count("vocab") ? static_cast<std::int64_t>(values["vocab"]) : 0;
+  p.optimizer_ns_per_parameter =
+      values.count("optimizer_ns_per_parameter") ? values["optimizer_ns_per_parameter"] : 0;
+  check_sizes(p, source);
   return p;
+}
+
+std::vector<SizeTimes> ComputeProfile::sizes() const {
+  std::vector<SizeTimes> out = {
+      {micro_batch, layer_forward_ms, layer_backward_ms, embedding_ms, head_ms}};
+  out.insert(out.end(), more_sizes.begin(), more_sizes.end());
+  return out;
 }
 
 ComputeProfile load_compute_profile_file(const std::string& path) {
@@ -93,12 +190,25 @@ std::string format_compute_profile(const ComputeProfile& p) {
     return std::string(text);
   };
   std::string out = "# compute profile (docs/planner.md): one GPT block's measured times\n";
+  if (!p.more_sizes.empty())
+    out += "# at <micro-batch> <layer forward> <layer backward> <embedding> <head> (ms)\n";
+  if (!p.recompute.empty())
+    out += "# recompute <micro-batch> <layer backward: selective> <full> (ms)\n";
   out += "hidden " + std::to_string(p.hidden) + "\nheads " + std::to_string(p.heads) + "\nseq " +
          std::to_string(p.seq) + "\nmicro_batch " + std::to_string(p.micro_batch) + "\ntp " +
          std::to_string(p.tp) + "\nlayer_forward_ms " + ms(p.layer_forward_ms) +
          "\nlayer_backward_ms " + ms(p.layer_backward_ms) + "\n";
   if (p.embedding_ms > 0) out += "embedding_ms " + ms(p.embedding_ms) + "\n";
   if (p.head_ms > 0) out += "head_ms " + ms(p.head_ms) + "\n";
+  if (p.vocab > 0) out += "vocab " + std::to_string(p.vocab) + "\n";
+  if (p.optimizer_ns_per_parameter > 0)
+    out += "optimizer_ns_per_parameter " + ms(p.optimizer_ns_per_parameter) + "\n";
+  for (const SizeTimes& t : p.more_sizes)
+    out += "at " + std::to_string(t.micro_batch) + " " + ms(t.layer_forward_ms) + " " +
+           ms(t.layer_backward_ms) + " " + ms(t.embedding_ms) + " " + ms(t.head_ms) + "\n";
+  for (const RecomputeTimes& t : p.recompute)
+    out += "recompute " + std::to_string(t.micro_batch) + " " + ms(t.selective_backward_ms) + " " +
+           ms(t.full_backward_ms) + "\n";
   for (std::size_t i = 0; i < p.block_forward_ms.size(); ++i)
     out += "layer " + std::to_string(i) + " " + ms(p.block_forward_ms[i]) + " " +
            ms(p.block_backward_ms[i]) + "\n";

@@ -17,18 +17,20 @@ std::ifstream open(const std::string& path, const char* what) {
   return in;
 }
 
+double rate(const CostLine& line) { return line.per_unit > 0 ? 1 / line.per_unit : 0; }
+
 }  // namespace
 
 double Machine::forward_flops_per_second() const {
-  return forward_rate > 0 ? forward_rate : peak_flops * efficiency;
+  return measured ? rate(measured->block_forward) : peak_flops * efficiency;
 }
 
 double Machine::backward_flops_per_second() const {
-  return backward_rate > 0 ? backward_rate : peak_flops * efficiency;
+  return measured ? rate(measured->block_backward) : peak_flops * efficiency;
 }
 
 double Machine::memory_seconds(double bytes) const {
-  if (memory_bandwidth <= 0 || forward_rate > 0 || backward_rate > 0) return 0;
+  if (memory_bandwidth <= 0 || measured) return 0;
   return bytes / memory_bandwidth;
 }
 
@@ -82,17 +84,7 @@ void load_tuning(Machine& machine, const std::string& path) {
 }
 
 void read_compute_profile(Machine& machine, std::istream& in, std::string_view source) {
-  const ComputeProfile profile = parse_compute_profile(in, source);
-  ModelConfig model;
-  model.hidden = profile.hidden;
-  model.heads = profile.heads;
-  model.seq = profile.seq;
-  Layout layout;
-  layout.micro_batch = profile.micro_batch;
-  layout.tp = profile.tp;
-  const double flops = block_forward_flops(model, layout);
-  machine.forward_rate = flops / (profile.layer_forward_ms * 1e-3);
-  machine.backward_rate = 2 * flops / (profile.layer_backward_ms * 1e-3);
+  machine.measured = fit_compute_model(parse_compute_profile(in, source), source);
 }
 
 void load_compute_profile(Machine& machine, const std::string& path) {

@@ -5,9 +5,11 @@
 #pragma once
 
 #include "algorithms/cost_model.hpp"
+#include "plan/compute_model.hpp"
 #include "plan/model.hpp"
 
 #include <istream>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,10 +19,9 @@ struct Machine {
   std::string name = "unnamed";
   double peak_flops = 0;  ///< per rank, FLOP/s
   double efficiency = 1;  ///< fraction of the peak the model's matrix products reach
-  /// Measured rates (FLOP/s of the planner's FLOP count) from a compute profile; 0: use
-  /// peak_flops * efficiency.
-  double forward_rate = 0;
-  double backward_rate = 0;
+  /// The compute model fitted to a compute profile's measured times; none: compute runs at
+  /// peak_flops * efficiency (and the memory traffic at memory_bandwidth).
+  std::optional<ComputeModel> measured;
   /// Bytes per second of the rank's memory (HBM) for the element-wise kernels
   /// (block_memory_traffic); 0: their time is not modelled apart from the FLOP rate.
   double memory_bandwidth = 0;
@@ -28,10 +29,11 @@ struct Machine {
   Precision precision = Precision::fp32();
   double memory_bytes = 0;  ///< per rank; 0: not given
 
+  /// FLOP/s of a block's forward and backward: measured, the fitted lines' marginal rates.
   double forward_flops_per_second() const;
   double backward_flops_per_second() const;
   /// Seconds of `bytes` of element-wise memory traffic: 0 without a memory bandwidth, and 0
-  /// with measured rates (a compute profile's times include the element-wise kernels).
+  /// with a measured model (a compute profile's times include the element-wise kernels).
   double memory_seconds(double bytes) const;
 };
 
@@ -45,8 +47,8 @@ Machine load_machine_profile(const std::string& path);
 void load_tuning(Machine& machine, const std::string& path);
 
 /// A compute profile (compute_profile.hpp: the block's shape, layer_forward_ms and
-/// layer_backward_ms, optional per-block, embedding and head lines). Sets the machine's
-/// measured rates: the planner's FLOPs of that block divided by the times. Throws
+/// layer_backward_ms, optional per-block, embedding, head, optimizer and further micro-batch
+/// size lines). Sets the machine's measured compute model (fit_compute_model). Throws
 /// Error(InvalidArgument) naming what is missing or bad.
 void read_compute_profile(Machine& machine, std::istream& in, std::string_view source);
 void load_compute_profile(Machine& machine, const std::string& path);

@@ -39,7 +39,13 @@ struct GroupTime {
 
 struct MemoryUse {
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0;
-  double total() const { return parameters + gradients + optimizer + activations; }
+  /// The pipeline's boundary tensors beyond the blocks' activations: each micro-batch chunk
+  /// in flight's received input, and one received output gradient and one input gradient
+  /// waiting for its send (pp > 1 only).
+  double boundaries = 0;
+  /// Parameters, gradients and optimizer state.
+  double states() const { return parameters + gradients + optimizer; }
+  double total() const { return states() + activations + boundaries; }
 };
 
 struct Prediction {
@@ -47,6 +53,8 @@ struct Prediction {
   double step_seconds = 0;
   double compute_seconds = 0;  ///< the heaviest stage's forward and backward over the step
   double bubble_seconds = 0;   ///< pipeline fill and drain
+  /// The optimizer's step with clipping (a compute profile's optimizer line; else 0).
+  double optimizer_seconds = 0;
   std::vector<GroupTime> groups;
   MemoryUse memory;
   double exposed_communication() const;

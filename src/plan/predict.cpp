@@ -10,6 +10,9 @@ namespace {
 
 double d(std::int64_t value) { return static_cast<double>(value); }
 
+/// Logits-sized tensors the head holds at its peak (memory(), below).
+constexpr double kCrossEntropyLogits = 7;
+
 /// The mesh groups of a layout (PARALLEL.md: pp, dp, cp, tp slowest to fastest; ep inside
 /// dp * cp next to tp).
 struct Groups {
@@ -57,6 +60,13 @@ double tp_time(const PlanRequest& r, const Layout& l, const Groups& g, Collectiv
   return gathers * c.all_gather(act, g.tp) + scatters * c.reduce_scatter(act, g.tp) + cross_entropy;
 }
 
+/// Bytes of one pipeline message: the boundary activation b·r·h (/t under SP).
+double boundary_bytes(const PlanRequest& r, const Layout& l) {
+  const double act =
+      d(l.micro_batch) * d(r.model.seq) / l.cp * d(r.model.hidden) * r.machine.precision.activation;
+  return l.sequence_parallel ? act / l.tp : act;
+}
+
 /// One pipeline message of `boundary` bytes (a stage's activation, or its gradient) between
 /// the tp groups of consecutive stages.
 double pipeline_message(const PlanRequest& r, const Layout& l, const Groups& g, double boundary,
@@ -66,12 +76,13 @@ double pipeline_message(const PlanRequest& r, const Layout& l, const Groups& g, 
   return c.send(boundary / l.tp, g.pp_across_hosts) + c.all_gather(boundary, g.tp);
 }
 
-MicroBatch micro_batch(const PlanRequest& r, const Layout& l, const Groups& g, CollectiveCosts& c) {
+/// One micro-batch's computation on the heaviest stage from the machine's rate (peak ×
+/// efficiency) and memory bandwidth.
+void rated_compute(const PlanRequest& r, const Layout& l, MicroBatch& mb) {
   const ModelConfig& m = r.model;
   const Machine& machine = r.machine;
   const double blocks = d(stage_layers(m, l));
   const double block = block_forward_flops(m, l), head = head_forward_flops(m, l);
-  MicroBatch mb;
   mb.forward = (blocks * block + head) / machine.forward_flops_per_second();
   mb.backward = 2 * (blocks * block + head) / machine.backward_flops_per_second();
   const MemoryTraffic traffic = block_memory_traffic(m, l, machine.precision);
@@ -85,6 +96,62 @@ MicroBatch micro_batch(const PlanRequest& r, const Layout& l, const Groups& g, C
     mb.backward += blocks * (block / machine.forward_flops_per_second() +
                              machine.memory_seconds(traffic.forward));
   }
+}
+
+/// What recomputation adds to a block's backward: measured (the recomputing backward's line
+/// less the plain backward's), else the attention core's FLOPs and its share of the forward's
+/// fixed time (selective) or a whole forward (full).
+double recomputation(const ComputeModel& c, const ModelConfig& m, const Layout& l) {
+  const double block = block_forward_flops(m, l), core = attention_core_flops(m, l);
+  const double backward = c.block_backward.seconds(2 * block);
+  if (l.recompute == Recompute::Selective) {
+    if (c.selective_backward.measured())
+      return std::max(0.0, c.selective_backward.seconds(2 * block + core) - backward);
+    return kAttentionCoreFixedShare * c.block_forward.fixed + core * c.block_forward.per_unit;
+  }
+  if (l.recompute == Recompute::Full) {
+    if (c.full_backward.measured())
+      return std::max(0.0, c.full_backward.seconds(3 * block) - backward);
+    return c.block_forward.seconds(block);
+  }
+  return 0;
+}
+
+/// One micro-batch's computation on the heaviest stage from a compute profile's fitted lines
+/// (compute_model.hpp): each block's fixed time plus its FLOPs' time, the head's and the
+/// embedding's lines when measured (a third of each forward, two thirds backward; an
+/// unmeasured head runs at the blocks' rates), and recomputation's share.
+void measured_compute(const PlanRequest& r, const Layout& l, MicroBatch& mb) {
+  const ModelConfig& m = r.model;
+  const ComputeModel& c = *r.machine.measured;
+  const double blocks = d(stage_layers(m, l));
+  const double block = block_forward_flops(m, l), head = head_forward_flops(m, l);
+  mb.forward = blocks * c.block_forward.seconds(block);
+  mb.backward = blocks * c.block_backward.seconds(2 * block);
+  if (c.head.measured()) {
+    const double both = c.head.seconds(3 * head);
+    mb.forward += both / 3, mb.backward += 2 * both / 3;
+  } else {
+    mb.forward += head * c.block_forward.per_unit;
+    mb.backward += 2 * head * c.block_backward.per_unit;
+  }
+  if (c.embedding.measured()) {
+    const double both = c.embedding.seconds(embedding_elements(m, l));
+    mb.forward += both / 3, mb.backward += 2 * both / 3;
+  }
+  mb.backward += blocks * recomputation(c, m, l);
+}
+
+MicroBatch micro_batch(const PlanRequest& r, const Layout& l, const Groups& g, CollectiveCosts& c) {
+  const ModelConfig& m = r.model;
+  const Machine& machine = r.machine;
+  const double blocks = d(stage_layers(m, l));
+  MicroBatch mb;
+  if (machine.measured) {
+    measured_compute(r, l, mb);
+  } else {
+    rated_compute(r, l, mb);
+  }
   const double passes = l.recompute == Recompute::Full ? 3 : 2;  // forward, backward, again
   const double act =
       d(l.micro_batch) * d(m.seq) / l.cp * d(m.hidden) * machine.precision.activation;
@@ -95,10 +162,7 @@ MicroBatch micro_batch(const PlanRequest& r, const Layout& l, const Groups& g, C
     const double rows = (l.sequence_parallel ? act / l.tp : act) * d(m.top_k);
     mb.ep = passes * blocks * 2 * c.all_to_all(rows, g.ep);
   }
-  if (l.pp > 1) {
-    const double boundary = l.sequence_parallel ? act / l.tp : act;
-    mb.pp = 2 * l.virtual_stages * pipeline_message(r, l, g, boundary, c);
-  }
+  if (l.pp > 1) mb.pp = 2 * l.virtual_stages * pipeline_message(r, l, g, boundary_bytes(r, l), c);
   return mb;
 }
 
@@ -114,7 +178,18 @@ BlockParameters stage_parameters(const ModelConfig& m, const Layout& l) {
 /// ZeRO's shards: parameters, gradients and optimizer state of `psi` parameters over `ranks`.
 MemoryUse model_states(double psi, double ranks, int zero, const Precision& p) {
   return {p.parameter * psi / (zero >= 3 ? ranks : 1), p.gradient * psi / (zero >= 2 ? ranks : 1),
-          p.optimizer * psi / (zero >= 1 ? ranks : 1), 0};
+          p.optimizer * psi / (zero >= 1 ? ranks : 1), 0, 0};
+}
+
+/// The optimizer's step on the rank's parameters (its shards under ZeRO), from a compute
+/// profile's time per parameter.
+double optimizer_time(const PlanRequest& r, const Layout& l) {
+  if (!r.machine.measured) return 0;
+  const BlockParameters psi = stage_parameters(r.model, l);
+  const double replicas = l.zero >= 1 ? d(l.dp) * l.cp : 1;
+  const double experts = l.zero >= 1 ? replicas / l.ep : 1;
+  return r.machine.measured->optimizer_per_parameter *
+         (psi.dense / replicas + psi.experts / experts);
 }
 
 /// Micro-batches (in stage-equivalents) whose activations stage 0 holds at once.
@@ -144,8 +219,12 @@ MemoryUse memory(const PlanRequest& r, const Layout& l) {
   const double blocks = d(stage_layers(m, l));
   use.activations = in_flight(l) * blocks * kept_activation_bytes(m, l, p);
   if (l.recompute == Recompute::Full) use.activations += block_activation_bytes(m, l, p);
-  // The logits and their softmax on the last stage (one micro-batch).
-  use.activations += 2 * d(l.micro_batch) * d(m.seq) / l.cp * d(m.vocab) / l.tp * p.activation;
+  // The last stage's head at its peak, one micro-batch: the vocabulary-parallel cross-entropy's
+  // forward holds 7 logits-sized tensors at once (the logits, their clone, shifted, exp, the
+  // one-hot targets, exp / Σexp and the softmax − one-hot it keeps for backward).
+  use.activations +=
+      kCrossEntropyLogits * d(l.micro_batch) * d(m.seq) / l.cp * d(m.vocab) / l.tp * p.activation;
+  if (l.pp > 1) use.boundaries = (in_flight(l) * l.virtual_stages + 2) * boundary_bytes(r, l);
   return use;
 }
 
@@ -210,7 +289,9 @@ Prediction predict(const PlanRequest& request, const Layout& layout, CollectiveC
                          request.machine.precision.gradient;
     out.groups.push_back({"embedding", costs.all_reduce(bytes, {2, g.pp_across_hosts ? 2 : 1}), 0});
   }
-  out.step_seconds = out.compute_seconds + out.bubble_seconds + out.exposed_communication();
+  out.optimizer_seconds = optimizer_time(request, layout);
+  out.step_seconds = out.compute_seconds + out.bubble_seconds + out.optimizer_seconds +
+                     out.exposed_communication();
   out.memory = memory(request, layout);
   return out;
 }

@@ -23,7 +23,8 @@ std::string gib(double bytes) { return fixed(bytes / (1024.0 * 1024 * 1024), 3) 
 /// The named terms of a prediction that make up its step time.
 std::vector<std::pair<std::string, double>> terms(const Prediction& p) {
   std::vector<std::pair<std::string, double>> out = {{"compute", p.compute_seconds},
-                                                     {"bubble", p.bubble_seconds}};
+                                                     {"bubble", p.bubble_seconds},
+                                                     {"optimizer", p.optimizer_seconds}};
   for (const GroupTime& g : p.groups) out.push_back({g.group + " exposed", g.exposed});
   return out;
 }
@@ -114,6 +115,7 @@ std::string to_text(const PlanRequest& request, const PlanResult& result, std::s
     out << "\n"
         << i + 1 << ". " << p.layout.describe() << "\n   step " << ms(p.step_seconds)
         << ": compute " << ms(p.compute_seconds) << ", bubble " << ms(p.bubble_seconds);
+    if (p.optimizer_seconds > 0) out << ", optimizer " << ms(p.optimizer_seconds);
     for (const GroupTime& g : p.groups) {
       if (g.exposed + g.overlapped <= 0) continue;
       out << ", " << g.group << " " << ms(g.exposed) << " exposed";
@@ -122,8 +124,9 @@ std::string to_text(const PlanRequest& request, const PlanResult& result, std::s
     const MemoryUse& mem = p.memory;
     out << "\n   memory per rank " << gib(mem.total()) << ": parameters " << gib(mem.parameters)
         << ", gradients " << gib(mem.gradients) << ", optimizer " << gib(mem.optimizer)
-        << ", activations " << gib(mem.activations) << "\n   " << command_line(request, p.layout)
-        << "\n";
+        << ", activations " << gib(mem.activations);
+    if (mem.boundaries > 0) out << ", pipeline boundaries " << gib(mem.boundaries);
+    out << "\n   " << command_line(request, p.layout) << "\n";
   }
   if (shown < result.feasible.size()) {
     out << "\n(" << result.feasible.size() - shown
@@ -153,11 +156,13 @@ std::string to_json(const PlanRequest& request, const PlanResult& result, std::s
         << "\", \"virtual_stages\": " << l.virtual_stages
         << ", \"micro_batches\": " << l.micro_batches << ", \"micro_batch\": " << l.micro_batch
         << ", \"step_s\": " << p.step_seconds << ", \"compute_s\": " << p.compute_seconds
-        << ", \"bubble_s\": " << p.bubble_seconds << ", \"groups\": {";
+        << ", \"bubble_s\": " << p.bubble_seconds << ", \"optimizer_s\": " << p.optimizer_seconds
+        << ", \"groups\": {";
     for (std::size_t g = 0; g < p.groups.size(); ++g) append_json_group(out, p.groups[g], g == 0);
     out << "}, \"memory_bytes\": {\"parameters\": " << p.memory.parameters
         << ", \"gradients\": " << p.memory.gradients << ", \"optimizer\": " << p.memory.optimizer
-        << ", \"activations\": " << p.memory.activations << ", \"total\": " << p.memory.total()
+        << ", \"activations\": " << p.memory.activations
+        << ", \"boundaries\": " << p.memory.boundaries << ", \"total\": " << p.memory.total()
         << "}, \"command\": \"" << escaped(command_line(request, l)) << "\"}";
   }
   out << "\n]}\n";

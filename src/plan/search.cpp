@@ -170,8 +170,8 @@ PlanResult plan(const PlanRequest& request) {
     const double need = smallest->memory.total();
     result.infeasible = "memory binds: the smallest layout (" + smallest->layout.describe() +
                         ") needs " + gib(need) + " per rank (model states " +
-                        gib(need - smallest->memory.activations) + ", activations " +
-                        gib(smallest->memory.activations) + "), the budget is " + gib(budget) +
+                        gib(smallest->memory.states()) + ", activations " +
+                        gib(need - smallest->memory.states()) + "), the budget is " + gib(budget) +
                         ": " + gib(need - budget) + " short";
   }
   return result;

@@ -102,7 +102,9 @@ TEST(PlanSearch, ElementWiseTrafficAtTheMemoryBandwidth) {
   EXPECT_DOUBLE_EQ(predict(r, l, costs).compute_seconds,
                    4 * (flops + 2 * attention_core_flops(r.model, l) / 1e9 +
                         2 * (t.forward + t.attention_forward + t.backward) / 1e6));
-  r.machine.forward_rate = r.machine.backward_rate = 1e9;  // a compute profile's times
+  ComputeModel measured;  // a compute profile's rates, no fixed time, no head line
+  measured.block_forward.per_unit = measured.block_backward.per_unit = 1e-9;
+  r.machine.measured = measured;
   l.recompute = Recompute::None;
   EXPECT_DOUBLE_EQ(predict(r, l, costs).compute_seconds, 4 * flops);
 }

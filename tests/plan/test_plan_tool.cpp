@@ -137,10 +137,27 @@ TEST(PlanTool, ComputeProfileRoundTripsWithItsBlockLines) {
   EXPECT_EQ(back.block_backward_ms, p.block_backward_ms);
   EXPECT_EQ(back.embedding_ms, 0.125);
   EXPECT_EQ(back.head_ms, 2);
+  EXPECT_TRUE(back.more_sizes.empty());
   Machine m;
   std::istringstream again(format_compute_profile(p));
   read_compute_profile(m, again, "written");
   EXPECT_DOUBLE_EQ(m.forward_flops_per_second(), 6656e3);
+  // Further sizes, the vocabulary and the optimizer's time read back too.
+  p.vocab = 16, p.optimizer_ns_per_parameter = 7.5;
+  p.more_sizes = {{2, 1.5, 5, 0.25, 3}, {4, 2.5, 7, 0.5, 5}};
+  p.recompute = {{4, 8, 9.5}};
+  std::istringstream sizes(format_compute_profile(p));
+  const ComputeProfile all = parse_compute_profile(sizes, "sizes");
+  EXPECT_EQ(all.vocab, 16);
+  EXPECT_EQ(all.optimizer_ns_per_parameter, 7.5);
+  ASSERT_EQ(all.sizes().size(), 3u);
+  EXPECT_EQ(all.sizes()[0].micro_batch, 1);
+  EXPECT_EQ(all.sizes()[2].micro_batch, 4);
+  EXPECT_EQ(all.sizes()[2].layer_backward_ms, 7);
+  EXPECT_EQ(all.sizes()[2].head_ms, 5);
+  ASSERT_EQ(all.recompute.size(), 1u);
+  EXPECT_EQ(all.recompute[0].micro_batch, 4);
+  EXPECT_EQ(all.recompute[0].full_backward_ms, 9.5);
   const auto refused = [](const std::string& body) {
     std::istringstream in(
         "hidden 8\nheads 2\nseq 4\nmicro_batch 1\nlayer_forward_ms 1\n"
@@ -157,6 +174,22 @@ TEST(PlanTool, ComputeProfileRoundTripsWithItsBlockLines) {
             "p:7: layer 1 where layer 0 comes next (one line per block, in order)");
   EXPECT_EQ(refused("layer 0 1\n"), "p:7: expected 'layer <index> <forward ms> <backward ms>'");
   EXPECT_EQ(refused("layer 0 1 -2\n"), "p:7: expected 'layer 0 <positive number>', got '-2'");
+  EXPECT_EQ(refused("at 2 1 2\n"),
+            "p:7: expected 'at <micro-batch> <layer forward ms> "
+            "<layer backward ms> <embedding ms> <head ms>'");
+  EXPECT_EQ(refused("at 1.5 1 2 1 1\n"), "p:7: at '1.5' is not a whole number of samples");
+  EXPECT_EQ(refused("at 2 1 2 1 1\n"),
+            "p: 'at' lines need the embedding_ms and head_ms lines (the times at micro_batch 1)");
+  EXPECT_EQ(refused("embedding_ms 1\nhead_ms 1\nat 2 1 2 1 1\nat 2 1 2 1 1\n"),
+            "p:10: micro-batch 2 has a second 'at' line");
+  EXPECT_EQ(refused("embedding_ms 1\nhead_ms 1\nat 1 1 2 1 1\n"),
+            "p: micro-batch 1 has an 'at' line and is the micro_batch line's too");
+  EXPECT_EQ(refused("recompute 1 2\n"),
+            "p:7: expected 'recompute <micro-batch> <selective backward ms> <full backward ms>'");
+  EXPECT_EQ(refused("recompute 1 5 6\nrecompute 1 5 6\n"),
+            "p:8: micro-batch 1 has a second 'recompute' line");
+  EXPECT_EQ(refused("recompute 2 5 6\n"),
+            "p: 'recompute 2' is not a profiled micro-batch (micro_batch or an 'at' line)");
 }
 
 TEST(PlanTool, JsonAndExplanation) {
@@ -170,6 +203,8 @@ TEST(PlanTool, JsonAndExplanation) {
   EXPECT_EQ(json.rfind("{\"world\": 2, \"hosts\": 1, ", 0), 0) << json;
   EXPECT_NE(json.find("a \\\"quoted\\\" name"), std::string::npos);
   EXPECT_NE(json.find("\"step_s\": "), std::string::npos);
+  EXPECT_NE(json.find("\"optimizer_s\": 0, "), std::string::npos);
+  EXPECT_NE(json.find("\"boundaries\": "), std::string::npos);
   EXPECT_NE(json.find("\"command\": \"chorusrun -n 2 chorus-train --model gpt"), std::string::npos);
   const std::string why = explain(result.feasible[0], result.feasible[1]);
   EXPECT_EQ(why.rfind("best:      " + result.feasible[0].layout.describe(), 0), 0) << why;

@@ -178,7 +178,9 @@ Machine (docs/planner.md, "Machine profiles"):
                          memory_gb_per_s, precision and the links (shm.* inside a
                          host, tcp.* between)
   --tuning FILE          links from a tuning file (chorus-perf --tune, CHORUS_TUNING_FILE)
-  --compute-profile FILE measured per-layer forward/backward times
+  --compute-profile FILE measured block, head, embedding and optimizer times at
+                         one or more micro-batch sizes (chorus-train
+                         --write-compute-profile), fitted as fixed + per-FLOP time
   --tflops X --efficiency E --precision fp32|bf16      override the profile's
 Output:
   --top N                layouts printed (0: all)  [all, or the best 20 when more]

@@ -12,62 +12,11 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 
 namespace chorus::train_tool {
 namespace {
-
-constexpr int kProfileRuns = 5;  ///< the first is a warm-up
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-/// Milliseconds `work` takes.
-double timed(const std::function<void()>& work) {
-  const auto start = std::chrono::steady_clock::now();
-  work();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-/// One profiling run's times: per block forward and backward, the embedding's and the head's.
-struct ProfileRun {
-  std::vector<double> forward, backward;
-  double embedding = 0, head = 0;
-};
-
-ProfileRun profile_once(const train::GptModel& model, const at::Tensor& tokens) {
-  const train::GptConfig& c = model.config();
-  ProfileRun run;
-  at::Tensor embedded, x, loss;
-  run.embedding = timed([&] { embedded = model.embed(tokens); });
-  std::vector<at::Tensor> inputs, outputs;
-  x = embedded.detach().requires_grad_();
-  for (std::int64_t i = 0; i < c.layers; ++i) {
-    inputs.push_back(x);
-    run.forward.push_back(timed([&] { outputs.push_back(model.run_blocks(x, i, 1)); }));
-    x = outputs.back().detach().requires_grad_();
-  }
-  run.head = timed([&] {
-    loss = train::vocab_parallel_cross_entropy(model.head(x), tokens, model.tp(), c.vocab).mean();
-    loss.backward();
-  });
-  at::Tensor grad = x.grad();
-  run.backward.resize(static_cast<std::size_t>(c.layers));
-  for (std::int64_t i = c.layers - 1; i >= 0; --i) {
-    const auto k = static_cast<std::size_t>(i);
-    run.backward[k] = timed([&] { outputs[k].backward(grad); });
-    grad = inputs[k].grad();
-  }
-  run.embedding += timed([&] { embedded.backward(grad); });
-  return run;
-}
 
 /// Per block (forward + backward) and the embedding's and head's times, in nanoseconds, from
 /// `profile` (its layer lines, else its one block's times for every block).
@@ -93,10 +42,11 @@ std::vector<std::int64_t> time_partition(const Options& options, const train::Gp
                                          int stages, Communicator* comm) {
   std::vector<std::int64_t> costs(static_cast<std::size_t>(config.layers) + 2, 0);
   if (comm == nullptr || comm->rank() == 0) {
-    costs = options.compute_profile.empty()
-                ? block_costs(profile_gpt(options, config), config.layers, "the profiling run")
-                : block_costs(plan::load_compute_profile_file(options.compute_profile),
-                              config.layers, options.compute_profile);
+    costs =
+        options.compute_profile.empty()
+            ? block_costs(profile_gpt_blocks(options, config), config.layers, "the profiling run")
+            : block_costs(plan::load_compute_profile_file(options.compute_profile), config.layers,
+                          options.compute_profile);
   }
   if (comm != nullptr)
     comm->broadcast(costs.data(), costs.data(), costs.size(), DataType::Int64, 0);
@@ -153,45 +103,6 @@ train::PipelineOptions pipeline_options(const Options& options, const train::Gpt
   return o;
 }
 
-plan::ComputeProfile profile_gpt(const Options& options, const train::GptConfig& config) {
-  torch::set_num_threads(options.threads);
-  InitOptions single;  // the model at tp 1 on this process alone
-  single.store_address = "127.0.0.1:0";
-  const train::Group self{Communicator::init(single), "profile", nullptr};
-  train::GptConfig c = config;
-  c.sequence_parallel = false;
-  const train::GptModel model =
-      c.moe.experts > 0 ? train::GptModel(c, self, self, self) : train::GptModel(c, self);
-  const std::int64_t b = options.batch / options.micro_batches;
-  const at::Tensor tokens =
-      torch::randint(c.vocab, {c.sequence, b}, torch::TensorOptions().dtype(torch::kLong));
-  std::vector<ProfileRun> runs;
-  for (int k = 0; k < kProfileRuns; ++k) runs.push_back(profile_once(model, tokens));
-  runs.erase(runs.begin());
-  const auto middle = [&](const std::function<double(const ProfileRun&)>& of) {
-    std::vector<double> v;
-    for (const ProfileRun& r : runs) v.push_back(of(r));
-    return median(v);
-  };
-  plan::ComputeProfile p;
-  p.hidden = c.hidden;
-  p.heads = c.heads;
-  p.seq = c.sequence;
-  p.micro_batch = b;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(c.layers); ++i) {
-    p.block_forward_ms.push_back(middle([i](const ProfileRun& r) { return r.forward[i]; }));
-    p.block_backward_ms.push_back(middle([i](const ProfileRun& r) { return r.backward[i]; }));
-  }
-  const double layers = static_cast<double>(c.layers);
-  for (std::size_t i = 0; i < p.block_forward_ms.size(); ++i) {
-    p.layer_forward_ms += p.block_forward_ms[i] / layers;
-    p.layer_backward_ms += p.block_backward_ms[i] / layers;
-  }
-  p.embedding_ms = middle([](const ProfileRun& r) { return r.embedding; });
-  p.head_ms = middle([](const ProfileRun& r) { return r.head; });
-  return p;
-}
-
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
@@ -218,8 +129,9 @@ std::int64_t start_memory_watch() {
 
 void report_peak_memory(const Communicator& world, std::int64_t held,
                         const std::vector<at::Tensor>& parameters) {
-  double bytes = static_cast<double>(bench::CountingAllocator::install().peak() - held);
-  for (const at::Tensor& p : parameters) bytes += static_cast<double>(p.nbytes());
+  const auto& counter = bench::CountingAllocator::install();
+  double bytes =
+      static_cast<double>(counter.peak() - held + bench::unseen_state_bytes(parameters, counter));
   double most = 0;
   Communicator comm = world;
   comm.all_reduce(&bytes, &most, 1, DataType::Float64, ReduceOp::Max);

@@ -4,6 +4,7 @@
 // docs/training.md, "Pipeline parallelism", and docs/planner.md, "Compute profiles".
 #pragma once
 
+#include "gpt_profile.hpp"
 #include "options.hpp"
 
 #include <chorus/communicator.hpp>
@@ -30,11 +31,6 @@ namespace chorus::train_tool {
 train::PipelineOptions pipeline_options(const Options& options, const train::GptConfig& config,
                                         Communicator* comm);
 
-/// Times every block's forward and backward, the embedding's and the head's (with the loss) on
-/// one process at tp 1 and --batch / --micro-batches samples: the median of a few repetitions
-/// after a warm-up one.
-plan::ComputeProfile profile_gpt(const Options& options, const train::GptConfig& config);
-
 /// Writes `text` to `path`; InvalidArgument naming the path when it cannot.
 void write_file(const std::string& path, const std::string& text);
 
@@ -49,9 +45,10 @@ void write_run_timeline(const Options& options, const train::GptPipeline& pipeli
 std::int64_t start_memory_watch();
 
 /// --peak-memory: prints "memory peak_bytes=P": the largest over `world`'s ranks of the peak
-/// bytes torch held since start_memory_watch() returned `held`, beyond `held`, plus the rank's
-/// `parameters` (held before: so P counts the model states and activations chorus-plan
-/// predicts, not the corpus). Collective over `world`.
+/// bytes torch held since start_memory_watch() returned `held`, beyond `held`, plus what of
+/// the rank's `parameters` and their gradients that peak did not see (unseen_state_bytes: the
+/// parameters and gradient buckets held before, host-shared buckets). So P counts the model
+/// states and activations chorus-plan predicts, not the corpus. Collective over `world`.
 void report_peak_memory(const Communicator& world, std::int64_t held,
                         const std::vector<at::Tensor>& parameters);
 

@@ -557,9 +557,11 @@ GPT (--model gpt; the options above apply to its data-parallel dimension):
   --compute-profile FILE per-block times for --partition time (docs/planner.md)
   --write-compute-profile FILE
                          time every block's forward and backward (and the
-                         embedding's and the head's) at --batch / --micro-batches
-                         samples and tp 1, write the compute profile chorus-plan
-                         reads (docs/planner.md), and exit
+                         embedding's and the head's) at tp 1 and --batch /
+                         --micro-batches samples and every power of two below (and
+                         the backward under recomputation), and the optimizer's step;
+                         write the compute profile chorus-plan reads
+                         (docs/planner.md), and exit
   --timeline-svg FILE    with --pp-dry-run the verifier's schedule, else the last
                          step's recorded computations, as an SVG timeline
   --synthetic-compute MS each computation sleeps its cost instead of computing:
@@ -571,7 +573,8 @@ GPT (--model gpt; the options above apply to its data-parallel dimension):
   --peak-memory          count the bytes torch holds (a counting CPU allocator) and
                          print "memory peak_bytes=P": the most, over the ranks, that
                          training held beyond what the rank held before its first step,
-                         plus its parameters (what chorus-plan predicts per rank)
+                         plus its parameters and gradient buckets (host-shared ones
+                         too): what chorus-plan predicts per rank
   --sequence-parallel    Megatron sequence parallelism on the tp group
   --heads A              attention heads, a multiple of T·U, dividing --hidden   [4]
   --seq-len S            tokens per sample, 2..65536, a multiple of U (with

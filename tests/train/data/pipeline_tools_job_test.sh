@@ -13,8 +13,9 @@
 # fewer blocks than stages are refused naming the numbers; --partition time with a compute
 # profile whose first block is slow gives it a stage of its own; --partition time without
 # one profiles on rank 0 and trains at pp 2.
-# profile: --write-compute-profile writes a profile with a line per block that chorus-plan
-# --compute-profile reads.
+# profile: --write-compute-profile writes a profile with a line per block, the times at the
+# smaller micro-batches 1 and 2, the backward under recomputation at each size and the
+# optimizer's, which chorus-plan --compute-profile reads.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -102,6 +103,9 @@ case "$mode" in
     cat "$work/p"
     [ "$(grep -c '^layer [0-3] ' "$work/p")" -eq 4 ] || fail "not 4 layer lines"
     grep -q "^micro_batch 4$" "$work/p" || fail "not micro-batch 4"
+    [ "$(grep -c '^at [12] ' "$work/p")" -eq 2 ] || fail "not an 'at' line for 1 and for 2"
+    [ "$(grep -c '^recompute [124] ' "$work/p")" -eq 3 ] || fail "not a recompute line per size"
+    grep -q "^optimizer_ns_per_parameter " "$work/p" || fail "no optimizer line"
     "$plan" --layers 4 --hidden 32 --heads 4 --seq-len 32 --global-batch 8 --ranks-per-host 2 \
       --compute-profile "$work/p" --top 3 >"$work/plan" || fail "chorus-plan exited with $?"
     grep -q "chorus-train" "$work/plan" || fail "no plan"
