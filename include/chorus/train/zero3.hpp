@@ -26,7 +26,8 @@
 // calls before it. A unit may be run more than once per forward (the GPT's tied embedding:
 // embed and head); its buffer is then freed when the last of its gradients has arrived.
 // Outside run_unit the parameters hold no memory: reading them is an error (full_parameters()
-// gathers copies).
+// gathers copies). Without gradient recording (evaluation under a no-grad guard) run_unit
+// gathers only its unit, frees it after body and leaves the step's prefetch order alone.
 //
 // Communication per step (recorded in the group's ledger), for each unit of Ψ_u padded
 // elements: one all-gather of Ψ_u per forward call (when it is not gathered already) and one
