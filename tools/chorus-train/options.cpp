@@ -379,18 +379,27 @@ void check_zero3_options(const Options& o) {
   }
 }
 
-/// Refuses --mixed-precision without ZeRO (the fp32 masters are ZeRO's shards) and with the
-/// models that compute in their own type.
+/// Refuses --mixed-precision without ZeRO (the fp32 masters are ZeRO's shards), with the LSTM
+/// (which computes in fp32), fp16 with the GPT (torch 1.13 cannot run its layers in fp16) and
+/// with pipelines.
 void check_mixed_precision(const Options& o) {
   if (o.mixed_precision == Precision::Fp32) return;
   const std::string type = o.mixed_precision == Precision::Bf16 ? "bf16" : "fp16";
   if (o.zero == 0) {
     throw bad("--mixed-precision", type, "needs --zero 1|2|3 (the fp32 masters are its shards)");
   }
-  if (o.model != ModelKind::Mlp) {
+  if (o.model == ModelKind::Lstm) {
+    throw bad("--mixed-precision", type, "needs --model mlp or gpt (the LSTM computes in fp32)");
+  }
+  if (o.model == ModelKind::Gpt && o.mixed_precision == Precision::Fp16) {
     throw bad("--mixed-precision", type,
-              std::string("needs --model mlp (the ") +
-                  (o.model == ModelKind::Gpt ? "GPT" : "LSTM") + " computes in fp32)");
+              "needs bf16 with --model gpt (torch 1.13 has no fp16 matrix product, LayerNorm or "
+              "softmax on CPU)");
+  }
+  if (o.pp > 1) {
+    throw bad("--mixed-precision", type,
+              "cannot be combined with --pp " + std::to_string(o.pp) +
+                  " (the pipeline's messages are in the model's fp32)");
   }
 }
 
@@ -506,19 +515,18 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          3: each layer (gpt: each block) gathered around its forward and
                          backward (mlp and gpt, data parallelism alone); not with --no-sync,
                          --alternate-sync or --compression; 3 not with --moe-experts
-  --mixed-precision T    with --zero (mlp): bf16|fp16 copies of the parameters compute,
-                         and the gradients and parameters travel, in T; the optimizer
-                         steps fp32 master shards (fp16 computes through fp32 copies)
+  --mixed-precision T    with --zero: bf16|fp16 copies of the parameters compute, and the
+                         gradients and parameters travel, in T; the optimizer steps fp32
+                         master shards (mlp: fp16 computes through fp32 copies; gpt: bf16
+                         only, its loss in fp32)
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --no-overlap           all-reduce every bucket after backward, none from the gradient
                          hooks (DdpOptions::overlap_backward = false)
   --checkpoint PATH      save model, optimizer, step, sampler state and the run's
                          configuration at the end, each rank its shards; rank 0 checks
-                         that it can write PATH before the first step (mlp/lstm: loads
-                         with or without --zero at any rank count of the same global
-                         batch; gpt: also PATH.<optimizer state>; loads at any --tp, --cp,
-                         --pp, dp and --zero 0-2 of the same global batch; gpt --zero 3:
-                         sharded, loads under --zero 3)
+                         that it can write PATH before the first step (loads with or
+                         without --zero at any rank count of the same global batch; gpt:
+                         at any --tp, --cp, --pp, dp and --zero 0-3)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint

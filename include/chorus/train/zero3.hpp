@@ -115,6 +115,10 @@ class CHORUS_EXPORT Zero3 {
   /// The optimizer's step on the shards (the next forward gathers the new values).
   /// InvalidUsage while a step is active.
   void step();
+  /// After this rank's parameter shards were written from outside (a sharded checkpoint's
+  /// load): with mixed precision rounds the fp32 masters into the half blocks the gathers send
+  /// (nothing otherwise: the next forward gathers the shards). Local; call it between steps.
+  void refresh_from_shards();
 
   /// Every parameter's whole value, copied (one all-gather per unit, the units not left
   /// gathered): for evaluation and comparison. Collective.
