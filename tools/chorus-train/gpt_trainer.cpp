@@ -7,7 +7,6 @@
 
 #include "gpt_moe.hpp"
 #include "gpt_pipeline_setup.hpp"
-#include "gpt_state.hpp"
 #include "run_state.hpp"
 #include "tasks.hpp"
 
@@ -82,6 +81,7 @@ train::ZeroOptions zero_options(const Options& options, const train::Mesh& mesh)
   zero.autograd_hooks = false;
   zero.broadcast_parameters = false;
   zero.divisor = mesh.layout().dp;
+  zero.mixed_precision = mixed_precision(options);
   return zero;
 }
 
@@ -168,13 +168,14 @@ class GptTrainer {
     if (options.zero == 3) {
       train::Zero3Options zero;
       zero.overlap_backward = options.overlap;
+      zero.mixed_precision = mixed_precision(options);
       zero3_ = std::make_unique<train::Zero3>(
           pipeline_.model().parameters(), train::gpt_units(pipeline_.model()), mesh_.dp(),
           [&](std::vector<torch::Tensor> shards) {
             return make_optimizer(options, std::move(shards));
           },
           zero);
-      zero3_state_ = train::gpt_zero3_state(pipeline_.model(), *zero3_);
+      state_ = train::gpt_zero3_state(pipeline_.model(), *zero3_);
       restore();
       return;
     }
@@ -185,9 +186,13 @@ class GptTrainer {
             return make_optimizer(options, std::move(shards));
           },
           zero_options(options, mesh_));
+      state_ = train::gpt_zero_state(pipeline_.named_parameters(), pipeline_.model().config(),
+                                     mesh_.tp(), *zero_);
       restore();
       return;
     }
+    state_ = train::gpt_replicated_state(pipeline_.named_parameters(), pipeline_.model().config(),
+                                         mesh_.tp(), *optimizer_, mesh_.data_context());
     restore();
     if (options.moe_experts > 0) {  // experts over edp, the rest over dp·cp; both over dp
       auto moe = reducer_options(options_);
@@ -481,45 +486,26 @@ class GptTrainer {
     return config;
   }
 
-  /// Collective: the optimizer's state is saved whole per parameter (ZeRO's gathered).
+  /// Collective: one checkpoint kind for every strategy (sharded_checkpoint.hpp's format in
+  /// the GPT checkpoint layout): each rank saves its parameters and optimizer state (ZeRO: its
+  /// shards), so a run resumes under any strategy, degrees and ZeRO stage.
   void save() {
-    if (zero3_) {  // the sharded format, the GPT checkpoint's layout
-      train::save_sharded_checkpoint(
-          options_.checkpoint, train::gpt_model_description(pipeline_.model().config()),
-          zero3_state_, run_state(step_, sampler_, mesh_.layout().dp, run_config()), comm_);
-      return;
-    }
-    const GptOptimizerState optimizer =
-        zero_ ? zero_optimizer_state(*zero_, options_.optimizer, step_)
-              : optimizer_state(*optimizer_, options_.optimizer, share(), step_);
-    save_gpt_run(options_.checkpoint, share(), optimizer, options_.optimizer,
-                 run_state(step_, sampler_, mesh_.layout().dp, run_config()), comm_);
+    train::save_sharded_checkpoint(
+        options_.checkpoint, train::gpt_model_description(pipeline_.model().config()), state_,
+        run_state(step_, sampler_, mesh_.layout().dp, run_config()), comm_);
   }
 
+  /// Collective. A pipeline stage or an expert rank holds part of the model: the checkpoint's
+  /// other tensors are the other parts'. ZeRO's loaded shards then make the parameters.
   void restore() {
     if (!options_.resume) return;
-    if (zero3_) {
-      const auto state = train::resume_sharded_checkpoint(
-          options_.checkpoint, train::gpt_model_description(pipeline_.model().config()),
-          zero3_state_, run_config(), comm_);
-      step_ = resume_position(state, options_.checkpoint, sampler_, mesh_.layout().dp, comm_);
-      return;
-    }
-    const auto run = load_gpt_run(options_.checkpoint, share(), options_.optimizer, run_config());
-    std::optional<train::TrainingState> state;
-    if (run) {
-      state = run->state;
-      if (zero_) {
-        set_zero_optimizer_state(*zero_, options_.optimizer, run->optimizer);
-      } else {
-        set_optimizer_state(*optimizer_, options_.optimizer, share(), run->optimizer);
-      }
-    }
+    state_.whole_model = mesh_.layout().pp == 1 && options_.ep <= 1;
+    const auto state = train::resume_sharded_checkpoint(
+        options_.checkpoint, train::gpt_model_description(pipeline_.model().config()), state_,
+        run_config(), comm_);
+    if (state && zero_) zero_->refresh_from_shards();
+    if (state && zero3_) zero3_->refresh_from_shards();
     step_ = resume_position(state, options_.checkpoint, sampler_, mesh_.layout().dp, comm_);
-  }
-
-  GptShare share() const {
-    return {pipeline_.named_parameters(), pipeline_.model().config(), mesh_.tp()};
   }
 
   void say(const std::string& line) const { train_tool::say(comm_, line); }
@@ -537,7 +523,7 @@ class GptTrainer {
   std::unique_ptr<MoeGradients> moe_reducers_;     ///< MoE models
   std::unique_ptr<train::ZeroOptimizer> zero_;     ///< --zero 1|2
   std::unique_ptr<train::Zero3> zero3_;            ///< --zero 3
-  train::ShardedState zero3_state_;                ///< what ZeRO-3's checkpoints hold
+  train::ShardedState state_;                      ///< what the checkpoints hold
   std::vector<StepTime> step_times_;
   std::int64_t step_ = 0;
   double loss_sum_ = 0;

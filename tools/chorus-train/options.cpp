@@ -1,6 +1,8 @@
 // Parser of chorus-train's command line (see options.hpp).
 #include "options.hpp"
 
+#include "option_checks.hpp"
+
 #include <chorus/error.hpp>
 #include <chorus/train/pipeline_schedule.hpp>
 
@@ -16,10 +18,6 @@ namespace chorus::train_tool {
 namespace {
 
 constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
-
-Error bad(const std::string& option, const std::string& value, const std::string& why) {
-  return Error(Status::InvalidArgument, option + " '" + value + "' is not valid: " + why);
-}
 
 std::string range_text(std::int64_t min, std::int64_t max) {
   if (max == kNoLimit) return "must be an integer >= " + std::to_string(min);
@@ -56,12 +54,6 @@ double to_double(const std::string& option, const std::string& value, double min
     throw bad(option, value, range);
   }
   return number;
-}
-
-std::string number_text(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
 }
 
 /// Options as given; the defaults that depend on other options are resolved in finish().
@@ -126,22 +118,6 @@ void set_partition(Options& o, const std::string& v) {
     throw bad("--partition", v, "expected params, time or blocks per stage (3,2,3)");
   }
   o.partition = "list";
-}
-
-/// Refuses --compute-profile without --partition time, and synthetic compute with what it
-/// does not reproduce (sequence parallelism, cp, experts, ZeRO-3). A list's counts are checked
-/// against the blocks and stages when the pipeline is built.
-void check_pipeline_tool_options(const Options& o) {
-  if (!o.compute_profile.empty() && o.partition != "time")
-    throw bad("--compute-profile", o.compute_profile, "needs --partition time");
-  if (o.synthetic_compute == 0) return;
-  const std::string ms = number_text(o.synthetic_compute);
-  if (o.sequence_parallel)
-    throw bad("--synthetic-compute", ms, "cannot be combined with --sequence-parallel");
-  if (o.cp > 1) throw bad("--synthetic-compute", ms, "cannot be combined with --cp");
-  if (o.moe_experts > 0)
-    throw bad("--synthetic-compute", ms, "cannot be combined with --moe-experts");
-  if (o.zero == 3) throw bad("--synthetic-compute", ms, "cannot be combined with --zero 3");
 }
 
 const std::map<std::string, Setter>& valued_options() {
@@ -291,131 +267,6 @@ bool set_flag(Options& o, const std::string& word) {
   return true;
 }
 
-/// Refuses --ep and the routing options without --moe-experts, E not a multiple of --ep or
-/// below --moe-top-k, and routing groups that would span cp ranks.
-void check_moe_options(const Options& o) {
-  if (o.moe_experts == 0) {
-    if (o.ep != 1) throw bad("--ep", std::to_string(o.ep), "needs --moe-experts");
-    if (o.moe_top_k != 1)
-      throw bad("--moe-top-k", std::to_string(o.moe_top_k), "needs --moe-experts");
-    return;
-  }
-  if (o.moe_experts % o.ep != 0)
-    throw bad("--moe-experts", std::to_string(o.moe_experts),
-              "is not a multiple of --ep " + std::to_string(o.ep));
-  if (o.moe_top_k > o.moe_experts)
-    throw bad("--moe-top-k", std::to_string(o.moe_top_k),
-              "exceeds --moe-experts " + std::to_string(o.moe_experts));
-  const std::int64_t rows = o.seq_len / o.cp;  // a sample's tokens on one cp rank
-  const bool groups_fit = o.moe_group_tokens > 0 && rows % o.moe_group_tokens == 0;
-  if (o.cp > 1 && o.seq_len % o.cp == 0 && !groups_fit)
-    throw bad("--moe-group-tokens", std::to_string(o.moe_group_tokens),
-              "must divide the " + std::to_string(rows) + " tokens of a sample each of --cp " +
-                  std::to_string(o.cp) + " ranks holds (a routing group stays on one rank)");
-  if (o.no_sync)
-    throw bad("--moe-experts", std::to_string(o.moe_experts), "cannot be combined with --no-sync");
-  if (o.alternate_sync > 0)
-    throw bad("--moe-experts", std::to_string(o.moe_experts),
-              "cannot be combined with --alternate-sync");
-}
-
-/// Refuses the GPT's options with another model, and what the GPT run does not support.
-void check_gpt_options(const Options& o) {
-  if (o.model != ModelKind::Gpt) {
-    if (o.tp != 1) throw bad("--tp", std::to_string(o.tp), "needs --model gpt");
-    if (o.cp != 1) throw bad("--cp", std::to_string(o.cp), "needs --model gpt");
-    if (o.sequence_parallel) throw bad("--sequence-parallel", "", "needs --model gpt");
-    if (o.dropout != 0) throw bad("--dropout", number_text(o.dropout), "needs --model gpt");
-    if (o.recompute != Recomputation::None)
-      throw bad("--recompute", recomputation_name(o.recompute), "needs --model gpt");
-    if (o.pp != 1) throw bad("--pp", std::to_string(o.pp), "needs --model gpt");
-    if (o.micro_batches != 1) {
-      throw bad("--micro-batches", std::to_string(o.micro_batches), "needs --model gpt");
-    }
-    if (o.pp_dry_run) throw bad("--pp-dry-run", "", "needs --model gpt");
-    if (o.partition != "params") throw bad("--partition", o.partition, "needs --model gpt");
-    if (o.synthetic_compute > 0)
-      throw bad("--synthetic-compute", number_text(o.synthetic_compute), "needs --model gpt");
-    if (!o.timeline_svg.empty()) throw bad("--timeline-svg", o.timeline_svg, "needs --model gpt");
-    if (o.peak_memory) throw bad("--peak-memory", "", "needs --model gpt");
-    if (!o.write_compute_profile.empty())
-      throw bad("--write-compute-profile", o.write_compute_profile, "needs --model gpt");
-    if (o.moe_experts != 0)
-      throw bad("--moe-experts", std::to_string(o.moe_experts), "needs --model gpt");
-    return;
-  }
-  check_moe_options(o);
-  if (o.batch % o.micro_batches != 0) {
-    throw bad("--micro-batches", std::to_string(o.micro_batches),
-              "--batch " + std::to_string(o.batch) + " does not split into " +
-                  std::to_string(o.micro_batches) + " micro-batches");
-  }
-  const bool interleaved = o.schedule == "interleaved";
-  if (!interleaved && o.virtual_stages > 1) {
-    throw bad("--virtual-stages", std::to_string(o.virtual_stages),
-              "needs --schedule interleaved (--schedule " + o.schedule + " runs 1 per rank)");
-  }
-}
-
-/// Refuses what ZeRO-3 does not run: the LSTM (one layer holds its parameters) and, for the
-/// GPT, any model parallelism or accumulation (it shards over plain data parallelism).
-void check_zero3_options(const Options& o) {
-  if (o.zero != 3) return;
-  if (o.model == ModelKind::Lstm) {
-    throw bad("--zero", "3", "needs --model mlp or gpt (the LSTM's layers are not units)");
-  }
-  if (o.tp > 1) throw bad("--zero", "3", "cannot be combined with --tp " + std::to_string(o.tp));
-  if (o.cp > 1) throw bad("--zero", "3", "cannot be combined with --cp " + std::to_string(o.cp));
-  if (o.micro_batches > 1) {
-    throw bad("--zero", "3",
-              "cannot be combined with --micro-batches " + std::to_string(o.micro_batches));
-  }
-  if (o.dropout != 0) {
-    throw bad("--zero", "3", "cannot be combined with --dropout " + number_text(o.dropout));
-  }
-  if (o.moe_experts > 0) {
-    throw bad("--zero", "3",
-              "cannot be combined with --moe-experts (experts are reduced over their own group)");
-  }
-}
-
-/// Refuses --mixed-precision without ZeRO (the fp32 masters are ZeRO's shards) and with the
-/// models that compute in their own type.
-void check_mixed_precision(const Options& o) {
-  if (o.mixed_precision == Precision::Fp32) return;
-  const std::string type = o.mixed_precision == Precision::Bf16 ? "bf16" : "fp16";
-  if (o.zero == 0) {
-    throw bad("--mixed-precision", type, "needs --zero 1|2|3 (the fp32 masters are its shards)");
-  }
-  if (o.model != ModelKind::Mlp) {
-    throw bad("--mixed-precision", type,
-              std::string("needs --model mlp (the ") +
-                  (o.model == ModelKind::Gpt ? "GPT" : "LSTM") + " computes in fp32)");
-  }
-}
-
-/// Refuses what ZeRO does not combine with.
-void check_zero_options(const Options& o) {
-  if (o.zero == 0) return;
-  const std::string stage = std::to_string(o.zero);
-  if (o.zero >= 2 && o.pp > 1) {
-    throw bad("--zero", stage,
-              "cannot be combined with --pp " + std::to_string(o.pp) +
-                  " (the pipeline accumulates each stage's gradients over its micro-batches, "
-                  "which ZeRO-2 and ZeRO-3 keep only as shards)");
-  }
-  check_zero3_options(o);
-  if (o.zero < 3 && o.moe_experts > 0) {  // two reducers (experts over edp) and one norm
-    throw bad("--zero", stage,
-              "cannot be combined with --moe-experts (experts are reduced over their own group)");
-  }
-  if (o.no_sync) throw bad("--zero", stage, "cannot be combined with --no-sync");
-  if (o.alternate_sync > 0) throw bad("--zero", stage, "cannot be combined with --alternate-sync");
-  if (o.compression != Compression::None) {
-    throw bad("--zero", stage, "cannot be combined with --compression (shards travel as fp32)");
-  }
-}
-
 /// Resolves the defaults that depend on other options and refuses combinations.
 Options finish(Parsed parsed) {
   Options o = parsed.options;
@@ -506,19 +357,18 @@ Trains a model with Chorus DDP on N ranks (also runs alone as one rank).
                          3: each layer (gpt: each block) gathered around its forward and
                          backward (mlp and gpt, data parallelism alone); not with --no-sync,
                          --alternate-sync or --compression; 3 not with --moe-experts
-  --mixed-precision T    with --zero (mlp): bf16|fp16 copies of the parameters compute,
-                         and the gradients and parameters travel, in T; the optimizer
-                         steps fp32 master shards (fp16 computes through fp32 copies)
+  --mixed-precision T    with --zero: bf16|fp16 copies of the parameters compute, and the
+                         gradients and parameters travel, in T; the optimizer steps fp32
+                         master shards (mlp: fp16 computes through fp32 copies; gpt: bf16
+                         only, its loss in fp32)
   --no-shared-buckets    gradient buckets in ordinary memory, not host-shared (benchmark)
   --no-overlap           all-reduce every bucket after backward, none from the gradient
                          hooks (DdpOptions::overlap_backward = false)
   --checkpoint PATH      save model, optimizer, step, sampler state and the run's
                          configuration at the end, each rank its shards; rank 0 checks
-                         that it can write PATH before the first step (mlp/lstm: loads
-                         with or without --zero at any rank count of the same global
-                         batch; gpt: also PATH.<optimizer state>; loads at any --tp, --cp,
-                         --pp, dp and --zero 0-2 of the same global batch; gpt --zero 3:
-                         sharded, loads under --zero 3)
+                         that it can write PATH before the first step (loads with or
+                         without --zero at any rank count of the same global batch; gpt:
+                         at any --tp, --cp, --pp, dp and --zero 0-3)
   --checkpoint-every N   ... and every N steps (needs --checkpoint)
   --resume               continue from --checkpoint PATH when it exists (else say so and
                          start from scratch); refused, before any step, when the checkpoint

@@ -43,6 +43,8 @@
 namespace chorus::train {
 
 class GptModel;
+struct GptConfig;
+struct GptParameter;
 class Zero3;
 class ZeroOptimizer;
 
@@ -71,6 +73,10 @@ struct ShardedState {
   int index = 0;
   int count = 1;
   bool replicated = false;  ///< every rank of the group holds every span (DDP, one rank)
+  /// The parameters are all of the model's: a load of the RunConfig form refuses a checkpoint
+  /// holding another tensor. False for a part of a model (a pipeline stage's, an expert rank's),
+  /// whose checkpoint holds the other parts too.
+  bool whole_model = true;
 };
 
 /// A module's parameters as whole pieces under their dotted names (data: the parameters).
@@ -100,6 +106,21 @@ CHORUS_EXPORT ShardedState zero3_state(Zero3& zero, std::vector<TensorPiece> par
 /// A span of the model's local layout that the saved layout reorders (QKV) becomes one span
 /// per contiguous run. InvalidArgument as zero3_state.
 CHORUS_EXPORT ShardedState gpt_zero3_state(const GptModel& model, Zero3& zero);
+
+/// The same for GPT parameters trained whole (a pipeline stage's, split over `tp`, of a model
+/// of `config`): DDP's state, `optimizer` over the parameters' tensors, replicated over
+/// `group`. A load writes the parameters through the optimizer's tensors (the padding rows of
+/// the vocabulary, saved nowhere, are left as they are). InvalidArgument as replicated_state.
+CHORUS_EXPORT ShardedState gpt_replicated_state(const std::vector<GptParameter>& parameters,
+                                                const GptConfig& config, const Group& tp,
+                                                torch::optim::Optimizer& optimizer,
+                                                const Group& group);
+/// ZeRO-1/2's state of GPT parameters `zero` was built over. A load fills this rank's shards;
+/// zero.refresh_from_shards() then makes every rank's parameters whole. InvalidArgument as
+/// zero_state.
+CHORUS_EXPORT ShardedState gpt_zero_state(const std::vector<GptParameter>& parameters,
+                                          const GptConfig& config, const Group& tp,
+                                          ZeroOptimizer& zero);
 
 /// This rank's pieces of `state` (see the file comment). InvalidArgument for an optimizer other
 /// than SGD, Adam or AdamW, or a span outside its parameter or holder.

@@ -184,7 +184,8 @@ class CHORUS_EXPORT VocabParallelEmbedding {
 
 /// The per-token cross-entropy of `logits` [..., padded_vocab(vocab, t) / t], rank r holding
 /// the columns of vocab_range(vocab, r, t), against int64 `targets` [...] in [0, vocab):
-/// log Σ_v exp(z_v) − z_target over the real vocabulary. Differentiable in `logits`.
+/// log Σ_v exp(z_v) − z_target over the real vocabulary. Differentiable in `logits`. bf16 and
+/// fp16 logits are upcast: the loss is fp32 (the gradient returns in the logits' type).
 CHORUS_EXPORT at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits,
                                                       const at::Tensor& targets, const Group& tp,
                                                       std::int64_t vocab);

@@ -151,6 +151,10 @@ class CHORUS_EXPORT ZeroOptimizer {
   /// The optimizer's step on the shards, then one all-gather per bucket: every rank's
   /// parameters are the updated whole. Collective.
   void step();
+  /// After this rank's parameter shards were written from outside (a sharded checkpoint's
+  /// load): with mixed precision rounds the fp32 masters into the compute blocks, then one
+  /// all-gather per bucket, so every rank's parameters are the shards' values. Collective.
+  void refresh_from_shards();
 
   /// The optimizer over the shards (learning rate, state).
   torch::optim::Optimizer& optimizer();

@@ -26,7 +26,8 @@
 // calls before it. A unit may be run more than once per forward (the GPT's tied embedding:
 // embed and head); its buffer is then freed when the last of its gradients has arrived.
 // Outside run_unit the parameters hold no memory: reading them is an error (full_parameters()
-// gathers copies).
+// gathers copies). Without gradient recording (evaluation under a no-grad guard) run_unit
+// gathers only its unit, frees it after body and leaves the step's prefetch order alone.
 //
 // Communication per step (recorded in the group's ledger), for each unit of Ψ_u padded
 // elements: one all-gather of Ψ_u per forward call (when it is not gathered already) and one
@@ -114,6 +115,10 @@ class CHORUS_EXPORT Zero3 {
   /// The optimizer's step on the shards (the next forward gathers the new values).
   /// InvalidUsage while a step is active.
   void step();
+  /// After this rank's parameter shards were written from outside (a sharded checkpoint's
+  /// load): with mixed precision rounds the fp32 masters into the half blocks the gathers send
+  /// (nothing otherwise: the next forward gathers the shards). Local; call it between steps.
+  void refresh_from_shards();
 
   /// Every parameter's whole value, copied (one all-gather per unit, the units not left
   /// gathered): for evaluation and comparison. Collective.

@@ -282,6 +282,7 @@ TrainingState load_sharded_checkpoint(const std::string& path, const RunConfig& 
     const auto [before, now] = detail::differing_settings(saved, model);
     require_argument(before.empty(), "checkpoint " + path + " was saved from a model with " +
                                          before + ", this model has " + now);
+    if (!state.whole_model) return;
     std::set<std::string> ours;
     for (const TensorPiece& p : state.parameters) ours.insert(p.name);
     for (const std::string& name : saved_tensors(path, l)) {

@@ -22,12 +22,11 @@ std::int64_t local_numel(const TensorPiece& p) {
 std::vector<Placement> span_placements(const ShardedState& s, const TensorPiece& p,
                                        const FlatSpan& span) {
   std::vector<Placement> out = p.placements;
-  if (s.replicated) {
-    require_argument(
-        span.parameter_offset == 0 && span.length == local_numel(p),
-        "sharded checkpoints: a replicated state's span of " + p.name + " must cover it whole");
+  if (s.replicated && span.parameter_offset == 0 && span.length == local_numel(p)) {
     out.push_back(Placement::replicate(s.mesh_dim, s.index, s.count));
   } else {
+    // A replicated state's span of part of a parameter (a run of a reordered layout) is the same
+    // range on every rank of the group: the save writes it once.
     out.push_back(
         Placement::flat(s.mesh_dim, s.index, s.count, span.parameter_offset, span.length));
   }
@@ -70,8 +69,8 @@ std::vector<TensorPiece> module_parameter_pieces(torch::nn::Module& model) {
 
 ShardedState replicated_state(torch::optim::Optimizer& optimizer,
                               std::vector<TensorPiece> parameters, const Group& group) {
-  ShardedState s{std::move(parameters), &optimizer,   {},  {}, group.name,
-                 group.rank(),          group.size(), true};
+  ShardedState s{std::move(parameters), &optimizer,   {},   {},  group.name,
+                 group.rank(),          group.size(), true, true};
   std::unordered_map<const void*, std::size_t> index;
   for (std::size_t i = 0; i < s.parameters.size(); ++i) {
     index.emplace(s.parameters[i].data.unsafeGetTensorImpl(), i);
@@ -99,8 +98,8 @@ ShardedState flat_state(const std::string& who, const GradientReducer& reducer,
                         const std::vector<ShardPiece>& layout,
                         const std::vector<TensorPiece>& parameters) {
   const Group& group = reducer.group();
-  ShardedState s{{},         &optimizer,   std::move(holders), {},
-                 group.name, group.rank(), group.size(),       false};
+  ShardedState s{{},    &optimizer, std::move(holders), {}, group.name, group.rank(), group.size(),
+                 false, true};
   std::unordered_map<const void*, std::size_t> named;
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     named.emplace(parameters[i].data.unsafeGetTensorImpl(), i);

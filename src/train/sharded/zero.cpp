@@ -58,6 +58,7 @@ struct ZeroOptimizer::Impl {
   Impl(std::vector<at::Tensor> p, Group g, const ShardOptimizerFactory& make, ZeroOptions o);
   void seat_parameters();
   void check_optimizer() const;
+  void gather_parameters();  ///< every bucket all-gathered from the `sent` blocks
   std::int64_t chunk(std::size_t bucket) const {
     return layouts[bucket].padded_numel / group.size();
   }
@@ -196,8 +197,6 @@ double ZeroOptimizer::clip_grad_norm(double max_norm,
   return train::clip_grad_norm(pieces, all, max_norm);
 }
 
-// The all-gathers are in place (rank r's block of the flat buffer is its send buffer) and all
-// issued before the first wait, so they pipeline.
 void ZeroOptimizer::step() {
   if (impl_->reducer.step_active()) {
     throw Error(Status::InvalidUsage,
@@ -208,14 +207,27 @@ void ZeroOptimizer::step() {
   } else {
     impl_->optimizer->step();
   }
-  Group& group = impl_->group;
+  impl_->gather_parameters();
+}
+
+void ZeroOptimizer::refresh_from_shards() {
+  if (impl_->mixed()) {
+    at::NoGradGuard no_grad;
+    for (std::size_t b = 0; b < impl_->shards.size(); ++b) impl_->sent[b].copy_(impl_->shards[b]);
+  }
+  impl_->gather_parameters();
+}
+
+// The all-gathers are in place (rank r's block of the flat buffer is its send buffer) and all
+// issued before the first wait, so they pipeline.
+void ZeroOptimizer::Impl::gather_parameters() {
   if (group.size() == 1) return;
   std::vector<chorus::Request> requests;
-  for (std::size_t b = 0; b < impl_->flats.size(); ++b) {
-    at::Tensor& flat = impl_->flats[b];
+  for (std::size_t b = 0; b < flats.size(); ++b) {
+    at::Tensor& flat = flats[b];
     group.record(CollectiveKind::AllGather, flat.numel() * flat.element_size());
     requests.push_back(group.comm.iall_gather(
-        impl_->sent[b].data_ptr(), flat.data_ptr(), static_cast<std::size_t>(impl_->chunk(b)),
+        sent[b].data_ptr(), flat.data_ptr(), static_cast<std::size_t>(chunk(b)),
         detail::chorus_dtype(flat.scalar_type(), "ZeroOptimizer")));
   }
   for (chorus::Request& r : requests) r.wait();

@@ -231,6 +231,13 @@ void Zero3::step() {
   detail::step_masters(*impl_->optimizer, masters, gradient_shards(), halves);
 }
 
+void Zero3::refresh_from_shards() {
+  at::NoGradGuard no_grad;
+  for (Zero3Unit& unit : impl_->units) {
+    if (unit.half.defined()) unit.half.copy_(unit.shard);
+  }
+}
+
 std::vector<at::Tensor> Zero3::master_parameters() {
   std::lock_guard lock(impl_->mutex);
   return detail::gather_shards(impl_->group, impl_->gather_comm, impl_->layouts, parameter_shards(),

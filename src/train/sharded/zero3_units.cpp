@@ -97,13 +97,16 @@ void Zero3::Impl::release_all() {
 }
 
 // The units of the next calls: those of the previous step's calls at the same positions, or,
-// in the first step, the units after this one in list order.
+// in the first step, the units after this one in list order that this step has not run yet. A
+// unit run twice (the GPT's embedding, again for its head) must not prefetch the units after it
+// in the list: their forward is over, and they would stay gathered until their backward ends.
 void Zero3::Impl::prefetch_forward(std::size_t call) {
   for (std::size_t j = 1; j <= options.prefetch; ++j) {
     std::size_t next = units.size();
     if (!previous.empty()) {
       if (call + j < previous.size()) next = previous[call + j];
-    } else if (calls[call] + j < units.size()) {
+    } else if (calls[call] + j < units.size() &&
+               std::find(calls.begin(), calls.end(), calls[call] + j) == calls.end()) {
       next = calls[call] + j;
     }
     if (next < units.size() && units[next].state == State::Free) issue(units[next]);
@@ -148,16 +151,20 @@ at::Tensor Zero3::run_unit(std::size_t unit, const at::Tensor& input,
   Impl& impl = *impl_;
   require_argument(unit < impl.units.size(), "Zero3::run_unit: unit " + std::to_string(unit) +
                                                  " of " + std::to_string(impl.units.size()));
+  // Without gradient recording (evaluation) no backward follows: the call is none of the
+  // step's (it neither prefetches nor shapes the next step's prefetch order) and the unit is
+  // freed after its forward.
+  const bool recording = at::GradMode::is_enabled();
   std::size_t call = 0;
   {
     std::lock_guard lock(impl.mutex);
     call = impl.calls.size();
-    impl.calls.push_back(unit);
+    if (recording) impl.calls.push_back(unit);
     impl.ensure_gathered(unit);
-    impl.prefetch_forward(call);
+    if (recording) impl.prefetch_forward(call);
   }
   at::Tensor out = body(input);
-  if (impl.options.reshard_after_forward) {
+  if (impl.options.reshard_after_forward || !recording) {
     std::lock_guard lock(impl.mutex);
     impl.release(unit);
   }

@@ -130,7 +130,10 @@ at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tens
   require_argument(targets.sizes() == logits.sizes().slice(0, logits.dim() - 1),
                    std::string(what) + ": targets of shape " + c10::str(targets.sizes()) +
                        " for logits of shape " + c10::str(logits.sizes()));
-  return VocabParallelCrossEntropy::apply(logits, targets, tp, vocab);
+  // A half-precision softmax over the vocabulary would keep about 3 digits of the loss.
+  const bool half = logits.scalar_type() == at::kBFloat16 || logits.scalar_type() == at::kHalf;
+  return VocabParallelCrossEntropy::apply(half ? logits.to(at::kFloat) : logits, targets, tp,
+                                          vocab);
 }
 
 }  // namespace chorus::train

@@ -15,6 +15,9 @@
 # resume: a checkpoint saved at tp 2 x pp 2 x dp 2 with ZeRO-1 after 3 steps resumes at pp 4 x
 # dp 2 without ZeRO, at tp 2 x dp 2 with ZeRO-2 and in one process, each continuing with the
 # uninterrupted run's losses; resuming with another global batch is refused.
+# zero3: the one checkpoint kind: a checkpoint saved at dp 4 under ZeRO-3 after 3 steps resumes
+# at tp 2 x dp 2 without ZeRO and at pp 2 x dp 2 with ZeRO-1, and one saved at tp 2 x dp 2
+# without ZeRO resumes under ZeRO-3 at dp 4, each continuing the uninterrupted run's losses.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -33,6 +36,20 @@ layout() {
   cat "$work/$name"
   grep -qF -- "$description" "$work/$name" || fail "$name: not '$description'"
   same_losses "$work/$name" "$reference" 1e-5
+}
+
+# resumes NAME CHECKPOINT RANKS BATCH OPTIONS...: a copy of CHECKPOINT resumed at step 3 by
+# chorus-train OPTIONS at RANKS ranks continues the losses of $work/full_after_3.
+resumes() {
+  local name="$1" checkpoint="$2" ranks="$3" batch="$4"
+  shift 4
+  mkdir "$work/$name" && cp "$checkpoint"* "$work/$name/"
+  "$run" -n "$ranks" --timeout 200 "$train" "${common[@]}" --batch "$batch" --steps 6 "$@" \
+    --checkpoint "$work/$name/$(basename "$checkpoint")" --resume >"$work/$name.log" ||
+    fail "$name exited with $?"
+  cat "$work/$name.log"
+  grep -q "resumed from .* at step 3" "$work/$name.log" || fail "$name: no resume"
+  same_losses "$work/full_after_3" "$work/$name.log" 1e-5
 }
 
 case "$mode" in
@@ -88,6 +105,23 @@ each of --cp 2 ranks holds" "$train" "${small[@]}" --moe-experts 4 --cp 2 --step
     refused global "global batch 16, this run has global batch 24" \
       "$run" -n 3 --timeout 100 "$train" "${common[@]}" --batch 8 --steps 6 \
       --checkpoint "$work/n8/ck" --resume
+    ;;
+  zero3)
+    common=("${small[@]}" --layers 4)
+    "$train" "${common[@]}" --batch 16 --steps 6 >"$work/full" ||
+      fail "uninterrupted run exited with $?"
+    awk '$1 != "epoch" || $4 > 3' "$work/full" >"$work/full_after_3"
+    "$run" -n 4 --timeout 200 "$train" "${common[@]}" --batch 4 --steps 3 --zero 3 \
+      --checkpoint "$work/z3.ck" >"$work/z3first" || fail "ZeRO-3 first half exited with $?"
+    grep -q "tp 1 x dp 4 x batch 4 (ZeRO-3)" "$work/z3first" || fail "first half not ZeRO-3"
+    resumes z3tp "$work/z3.ck" 4 8 --tp 2
+    grep -q "tp 2 x dp 2 x batch 8;" "$work/z3tp.log" || fail "not resumed at tp 2 x dp 2"
+    resumes z3pp "$work/z3.ck" 4 8 --pp 2 --micro-batches 2 --zero 1
+    grep -q "dp 2 x pp 2 .*(ZeRO-1)" "$work/z3pp.log" || fail "not resumed at pp 2 with ZeRO-1"
+    "$run" -n 4 --timeout 200 "$train" "${common[@]}" --batch 8 --steps 3 --tp 2 \
+      --checkpoint "$work/tp.ck" >"$work/tpfirst" || fail "tp 2 x dp 2 first half exited with $?"
+    resumes tpz3 "$work/tp.ck" 4 4 --zero 3
+    grep -q "dp 4 x batch 4 (ZeRO-3)" "$work/tpz3.log" || fail "not resumed under ZeRO-3"
     ;;
   *) fail "unknown mode $mode" ;;
 esac

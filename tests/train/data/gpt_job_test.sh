@@ -170,7 +170,7 @@ case "$mode" in
     refused mlp_tp "--tp '2' is not valid: needs --model gpt" "$train" --model mlp --tp 2
     "$train" "${small[@]}" --steps 1 --no-eval --checkpoint "$work/ck" >"$work/saved" ||
       fail "saving run exited with $?"
-    refused hidden "was made with model hidden 32, this run has model hidden 64" \
+    refused hidden "was saved from a model with hidden 32, this model has hidden 64" \
       "$train" "${small[@]}" --hidden 64 --steps 2 --checkpoint "$work/ck" --resume
     refused batch "global batch 8, this run has global batch 4" \
       "$train" "${small[@]}" --batch 4 --steps 2 --checkpoint "$work/ck" --resume

@@ -20,10 +20,11 @@
 # at 2 ranks --zero 1, 3 ranks DDP and 1 rank continues its losses; a wrong global batch and
 # a truncated shard file are refused. zero3resume: the same for a --zero 3 run at 4 ranks
 # (resumed at 2 ranks --zero 1 and --zero 3, 3 ranks DDP, 1 rank), and a GPT --zero 3 run at
-# 2 ranks resumed with the uninterrupted run's losses; the GPT's ZeRO-3 checkpoint and the
-# GPT run's own files each refused by the other kind of run. zeromixed: --mixed-precision
-# bf16|fp16 under --zero 1|2|3 follows DDP's losses within 3e-2, its checkpoint resumes
-# without it, and it is refused without --zero and with the GPT.
+# 2 ranks resumed with the uninterrupted run's losses; the GPT's one checkpoint kind resumed by
+# a run without ZeRO and the other way round. zeromixed: --mixed-precision bf16|fp16 under
+# --zero 1|2|3 follows DDP's losses within 3e-2 (the GPT: bf16 under --zero 1 and 3, its fp32
+# losses), its checkpoint resumes without it, and it is refused without --zero, with the GPT in
+# fp16 and with --pp.
 set -euo pipefail
 run="$1"
 train="$2"
@@ -41,8 +42,9 @@ check_run() {  # log: exit status already checked; loss fell, replicas equal, me
 }
 
 # The GPT under --zero 3 at 2 ranks: saved at step 3, resumed with the uninterrupted run's
-# losses (the same ranks and arithmetic: 9 equal digits); a GPT run without --zero 3 refuses
-# that checkpoint, and --zero 3 refuses the GPT run's own checkpoint files.
+# losses (the same ranks and arithmetic: 9 equal digits); a GPT run without ZeRO resumes that
+# checkpoint, and --zero 3 resumes a checkpoint of a run without ZeRO, each with the
+# uninterrupted run's losses (relative 1e-5).
 gpt_zero3_resume() {
   local gpt=(--model gpt --log-every 1 --layers 2 --hidden 32 --heads 4 --seq-len 16 --batch 4
     --no-eval --eval-every 0)
@@ -50,19 +52,28 @@ gpt_zero3_resume() {
     fail "GPT uninterrupted run exited with $?"
   "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --zero 3 --steps 3 --checkpoint "$work/gpt.ck" \
     >"$work/gptfirst" || fail "GPT first half exited with $?"
+  mkdir "$work/other" && cp "$work"/gpt.ck* "$work/other/"  # the resumed run saves at step 6
   "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --zero 3 --steps 6 --checkpoint "$work/gpt.ck" \
     --resume >"$work/gptsecond" || fail "GPT resumed run exited with $?"
   cat "$work/gptsecond"
   grep -q "resumed from $work/gpt.ck at step 3" "$work/gptsecond" || fail "the GPT did not resume"
   diff <(losses "$work/gptfull" | awk '$1 > 3') <(losses "$work/gptsecond") ||
     fail "the resumed GPT's losses differ from the uninterrupted run's"
-  refused gptplain "checkpoint $work/gpt.ck" \
-    "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --steps 6 --checkpoint "$work/gpt.ck" --resume
-  "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --steps 3 --checkpoint "$work/plain.ck" \
-    >"$work/plainfirst" || fail "GPT run without ZeRO exited with $?"
-  refused gptzero3 "checkpoint $work/plain.ck" \
-    "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --zero 3 --steps 6 \
-    --checkpoint "$work/plain.ck" --resume
+  awk '$1 != "epoch" || $4 > 3' "$work/gptfull" >"$work/gptfull_after_3"
+  "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --steps 3 \
+    --checkpoint "$work/other/plain.ck" >"$work/plainfirst" ||
+    fail "GPT run without ZeRO exited with $?"
+  for kind in gpt plain; do
+    local zero=()
+    if [ "$kind" = plain ]; then zero=(--zero 3); fi
+    "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" "${zero[@]}" --steps 6 \
+      --checkpoint "$work/other/$kind.ck" --resume >"$work/${kind}other" ||
+      fail "the other kind of run resuming $kind.ck exited with $?"
+    cat "$work/${kind}other"
+    grep -q "resumed from $work/other/$kind.ck at step 3" "$work/${kind}other" ||
+      fail "$kind.ck was not resumed by the other kind of run"
+    same_losses "$work/gptfull_after_3" "$work/${kind}other" 1e-5
+  done
 }
 
 case "$mode" in
@@ -175,9 +186,30 @@ case "$mode" in
       --checkpoint "$work/zero3bf16.ck" --resume >"$work/resumed" || fail "fp32 resume exited with $?"
     grep -q "resumed from $work/zero3bf16.ck at step 12" "$work/resumed" ||
       fail "the fp32 run did not resume the bf16 checkpoint"
+    # The GPT in bf16 under --zero 1 and 3 follows its fp32 losses within 3e-2 too, and its
+    # checkpoint resumes in fp32 without ZeRO.
+    gpt=(--model gpt --log-every 1 --layers 2 --hidden 32 --heads 4 --seq-len 16 --batch 4
+      --no-eval --eval-every 0)
+    "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --steps 6 >"$work/gptfp32" ||
+      fail "GPT fp32 run exited with $?"
+    for stage in 1 3; do
+      log="$work/gptzero$stage"
+      "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --steps 6 --zero "$stage" \
+        --mixed-precision bf16 --checkpoint "$log.ck" >"$log" ||
+        fail "GPT --zero $stage --mixed-precision bf16 exited with $?"
+      cat "$log"
+      loss_fell "$log"
+      same_losses "$work/gptfp32" "$log" 3e-2
+    done
+    "$run" -n 2 --timeout 100 "$train" "${gpt[@]}" --steps 8 --checkpoint "$work/gptzero1.ck" \
+      --resume >"$work/gptresumed" || fail "GPT fp32 resume exited with $?"
+    grep -q "resumed from $work/gptzero1.ck at step 6" "$work/gptresumed" ||
+      fail "the GPT's fp32 run did not resume the bf16 checkpoint"
+    refused mixedpp "--mixed-precision 'bf16' is not valid: cannot be combined with --pp 2" \
+      "$train" --model gpt --steps 2 --zero 1 --pp 2 --mixed-precision bf16
     refused mixednozero "--mixed-precision 'bf16' is not valid: needs --zero 1|2|3" \
       "$train" --model mlp --steps 2 --mixed-precision bf16
-    refused mixedgpt "--mixed-precision 'fp16' is not valid: needs --model mlp" \
+    refused mixedgpt "--mixed-precision 'fp16' is not valid: needs bf16 with --model gpt" \
       "$train" --model gpt --steps 2 --zero 3 --mixed-precision fp16
     refused mixedtype "--mixed-precision 'fp8' is not valid: expected bf16|fp16" \
       "$train" --model mlp --steps 2 --zero 1 --mixed-precision fp8

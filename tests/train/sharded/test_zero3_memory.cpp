@@ -69,6 +69,51 @@ TEST(Zero3Memory, PerRankBytesMatchTheFormula) {
   }
 }
 
+// The GPT's units with resharding, over a first step (prefetching in unit order), an evaluation
+// without gradients and two more steps (in the previous step's order): at most prefetch + 1
+// blocks gathered at once besides the embedding unit, which the head runs again and which
+// therefore stays gathered from the head's backward to the embedding's; nothing gathered after
+// the evaluation.
+TEST(Zero3Memory, GptGathersAtMostPrefetchPlusOneBlocks) {
+  for (std::size_t prefetch : {0, 1, 2}) {
+    SCOPED_TRACE("prefetch " + std::to_string(prefetch));
+    on_ranks(2, [&](const Group& group, int rank) {
+      Communicator comm = group.comm;
+      const Group tp{comm.split(rank, 0), "tp", nullptr};
+      GptModel model(gpt_config(5), tp);
+      Zero3Options options;
+      options.prefetch = prefetch;
+      Zero3 zero(model.parameters(), gpt_units(model), group, factory(Opt::Adam), options);
+      const auto& units = zero.unit_layouts();
+      const std::int64_t embedding = 8 * units[0].padded_numel;
+      std::int64_t block = 0;
+      for (std::size_t u = 1; u < units.size(); ++u) {
+        block = std::max(block, 8 * units[u].padded_numel);
+      }
+      const std::int64_t cols = kGptBatch / 2;
+      const std::int64_t shards = zero.memory().parameters;
+      for (std::size_t s = 0; s < 3; ++s) {
+        if (s == 1) {
+          at::NoGradGuard no_grad;
+          gpt_loss(model, zero, gpt_tokens(9, 7, 3), gpt_tokens(9, 5, 1));
+          EXPECT_EQ(zero.memory().parameters, shards) << "units left gathered by evaluation";
+        }
+        zero.zero_grad();
+        zero.begin_step();
+        gpt_loss(model, zero, gpt_tokens(s, 7, 3).narrow(1, rank * cols, cols),
+                 gpt_tokens(s, 5, 1).narrow(1, rank * cols, cols))
+            .backward();
+        zero.finish_step();
+        zero.step();
+      }
+      const std::int64_t peak = zero.memory().peak_gathered;
+      EXPECT_LE(peak, static_cast<std::int64_t>(prefetch + 1) * block + embedding)
+          << (peak - embedding) / static_cast<double>(block) << " blocks and the embedding";
+      EXPECT_GE(peak, block + embedding);
+    });
+  }
+}
+
 // The pieces of every rank together cover every parameter element exactly once, and each piece
 // holds the parameter's values; the optimizer state of a shard is the shard's size.
 TEST(Zero3Memory, ShardLayoutForCheckpoints) {

@@ -155,12 +155,6 @@ TEST(ZeroMixedPrecision, EveryStageWithinTheToleranceOfFp32) {
   }
 }
 
-std::int64_t padded(const std::vector<BucketLayout>& layouts) {
-  std::int64_t total = 0;
-  for (const auto& b : layouts) total += b.padded_numel;
-  return total;
-}
-
 // One bf16 Adam step, then the bytes against PARALLEL.md's mixed-precision lines.
 TEST(ZeroMixedPrecision, MemoryMatchesTheMixedPrecisionFormulas) {
   for (int n : {1, 2, 4}) {

@@ -113,6 +113,13 @@ inline ZeroOptions small_buckets(int stage) {
   return o;
 }
 
+/// The elements of `layouts` with their padding (Ψ of PARALLEL.md's memory lines).
+inline std::int64_t padded(const std::vector<BucketLayout>& layouts) {
+  std::int64_t total = 0;
+  for (const auto& b : layouts) total += b.padded_numel;
+  return total;
+}
+
 /// Runs body(group, rank) on n thread-ranks forming one group "dp" whose ledger records.
 inline void on_ranks(int n, const std::function<void(const Group&, int)>& body) {
   torch::set_num_threads(1);
