@@ -129,7 +129,9 @@ Connection connect_mesh_as(Store& base_store, int rank, int size, const MeshOpti
   if (size == 1) {
     return {std::make_unique<ProgressEngine>(rank, 1, Topology{{0}, 1},
                                              std::vector<std::unique_ptr<Link>>(), Doorbell()),
-            nullptr, nullptr, {}};
+            nullptr,
+            nullptr,
+            {}};
   }
 
   StepTimes steps;
