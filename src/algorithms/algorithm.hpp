@@ -73,11 +73,6 @@ struct Context {
   /// per-call liveness pass by it); the epoch: not known (the arena reads the clock).
   Clock::time_point started{};
   std::size_t chunk_bytes = 0;  ///< pipelined algorithms: bytes per chunk (0: their own default)
-  /// Ranks on several hosts: the arena of this rank's host's ranks (`host_members`, the
-  /// transport's numbers, ascending), for the phases inside the host of the two-level
-  /// algorithms (on_host); null without one.
-  transport::HostArena* host_arena = nullptr;
-  std::span<const int> host_members{};
 
   int rank() const { return transport.rank(); }
   int size() const { return transport.size(); }
@@ -85,9 +80,6 @@ struct Context {
   Needs provides() const;
   /// This context on `other` (a view of some of the ranks): same deadline, no arena.
   Context on(transport::Transport& other) const;
-  /// This context on `host`, the view of `members` (the transport's numbers, ascending): as
-  /// on(), with host_arena as its arena when `members` are this host's ranks.
-  Context on_host(transport::Transport& host, std::span<const int> members) const;
 };
 
 /// How a reducing algorithm treats float16/bfloat16 and averages.

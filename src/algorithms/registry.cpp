@@ -4,7 +4,6 @@
 
 #include "transport/arena/host_arena.hpp"
 
-#include <algorithm>
 #include <array>
 
 namespace chorus::algorithms {
@@ -42,12 +41,6 @@ Context Context::on(transport::Transport& other) const {
   view.deadline = deadline;
   view.started = started;
   view.chunk_bytes = chunk_bytes;
-  return view;
-}
-
-Context Context::on_host(transport::Transport& host, std::span<const int> members) const {
-  Context view = on(host);
-  if (host_arena && std::ranges::equal(members, host_members)) view.arena = host_arena;
   return view;
 }
 

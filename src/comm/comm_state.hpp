@@ -42,10 +42,6 @@ struct CommState {
   /// it; null unless every rank shares this host. Declared after `transport`, which it
   /// asks about liveness, so that it goes first.
   std::unique_ptr<transport::HostArena> arena;
-  /// Ranks on several hosts: the arena of this host's ranks (`host_members`), for the
-  /// two-level algorithms' phases inside the host (Context::host_arena); null otherwise.
-  std::unique_ptr<transport::HostArena> host_arena;
-  std::vector<int> host_members;
   std::shared_ptr<Executor> executor;
 
   // Issue-time counters (touched only by the issuing thread under issue_mutex). Held only

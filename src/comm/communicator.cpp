@@ -20,7 +20,6 @@ namespace detail {
 CommState::~CommState() {
   if (executor) executor->drain_and_stop();
   arena.reset();  // unmaps the shared windows; it asks the transport about liveness
-  host_arena.reset();
   transport.reset();
   for (void* p : plain_shared) std::free(p);
 }
@@ -71,8 +70,6 @@ std::shared_ptr<CommState> connect_comm(const Config& config, int rank, int size
   transport::Connection connection = transport::connect_mesh(*scoped, rank, size, options);
   state->transport = std::move(connection.transport);
   state->arena = std::move(connection.arena);
-  state->host_arena = std::move(connection.host_arena);
-  state->host_members = std::move(connection.host_members);
   state->selection.machine.nranks = size;
   state->selection.machine.topology = state->transport->topology();
   state->selection.machine.local_shm = options.kind != transport::Kind::Tcp;

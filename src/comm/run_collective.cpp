@@ -92,8 +92,6 @@ void run_barrier_after_rooted_calls(CommState& comm, const algorithms::Call& cal
 algorithms::Context context_for(CommState& comm, Clock::time_point started) {
   algorithms::Context context{*comm.transport};
   context.arena = comm.arena.get();
-  context.host_arena = comm.host_arena.get();
-  context.host_members = comm.host_members;
   context.cross_memory = comm.config.cma;
   context.started = started;
   context.deadline = started + comm.config.timeout;

@@ -129,9 +129,7 @@ Connection connect_mesh_as(Store& base_store, int rank, int size, const MeshOpti
   if (size == 1) {
     return {std::make_unique<ProgressEngine>(rank, 1, Topology{{0}, 1},
                                              std::vector<std::unique_ptr<Link>>(), Doorbell()),
-            nullptr,
-            nullptr,
-            {}};
+            nullptr};
   }
 
   StepTimes steps;
@@ -159,19 +157,10 @@ Connection connect_mesh_as(Store& base_store, int rank, int size, const MeshOpti
                                 {options.shm_sized_for, options.deadline});
     steps.mark("rings");
   }
-  std::unique_ptr<HostArena> host_arena;
   if (static_cast<int>(host_ranks.size()) == size) {  // one host: the shm_direct collectives
     arena = HostArena::connect(store, rank, size, infos[0].token, options.deadline,
                                options.shm_sized_for);
     steps.mark("arena");
-  } else if (!host_ranks.empty()) {  // several hosts: an arena per host for the host phases
-    const int first = host_ranks.front();
-    const auto local = std::find(host_ranks.begin(), host_ranks.end(), rank) - host_ranks.begin();
-    host_arena =
-        HostArena::connect(store, static_cast<int>(local), static_cast<int>(host_ranks.size()),
-                           infos[static_cast<std::size_t>(first)].token, options.deadline,
-                           options.shm_sized_for, "host" + std::to_string(first) + "/");
-    steps.mark("host arena");
   }
   shm.links.resize(size);
   std::unique_ptr<LinkOpener> opener;
@@ -182,10 +171,8 @@ Connection connect_mesh_as(Store& base_store, int rank, int size, const MeshOpti
   auto engine = std::make_unique<ProgressEngine>(
       rank, size, std::move(topology), std::move(shm.links), shm.doorbell, std::move(opener));
   if (arena) arena->set_liveness(engine.get());
-  if (host_arena) host_arena->set_liveness(engine.get(), host_ranks);
   steps.finish(rank, size, store.requests());
-  return {std::move(engine), std::move(arena), std::move(host_arena),
-          host_arena ? std::move(host_ranks) : std::vector<int>{}};
+  return {std::move(engine), std::move(arena)};
 }
 
 Connection connect_mesh(Store& store, int rank, int size, const MeshOptions& options) {

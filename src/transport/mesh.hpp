@@ -8,7 +8,6 @@
 
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace chorus::transport {
 
@@ -32,13 +31,7 @@ struct MeshOptions {
 /// transport's Liveness, so the arena goes first (member order destroys it first).
 struct Connection {
   std::unique_ptr<Transport> transport;
-  /// Every rank on this host and shared memory allowed: the arena of all of them.
   std::unique_ptr<HostArena> arena;
-  /// Ranks on several hosts, this host holding more than one of them (shared memory
-  /// allowed): the arena of this host's ranks, for the two-level algorithms' phases inside
-  /// the host, and those ranks (`host_members`, ascending; arena rank i is host_members[i]).
-  std::unique_ptr<HostArena> host_arena;
-  std::vector<int> host_members;
 };
 
 /// Collective over the ranks of one communicator: every rank calls it with the

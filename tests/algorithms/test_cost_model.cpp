@@ -57,12 +57,10 @@ SelectionContext hosts_of(int hosts, int per_host) {
   for (int r = 0; r < hosts * per_host; ++r)
     context.machine.topology.host_of_rank.push_back(r / per_host);
   context.machine.topology.num_hosts = hosts;
-  // A cluster: links between hosts (tcp) much slower than shm rings within one, and a
-  // round in a host's arena cheaper than a message on a ring. (The defaults come from one
-  // loaded host, where loopback tcp is nearly as fast as shm.)
+  // A cluster: links between hosts (tcp) much slower than shm rings within one. (The
+  // defaults come from one loaded host, where loopback tcp is nearly as fast as shm.)
   context.parameters.shm = {5e-6, 0.1e-9};
   context.parameters.tcp = {50e-6, 1e-9};
-  context.parameters.arena = {1e-6, 0.1e-9};
   return context;
 }
 
@@ -191,7 +189,6 @@ TEST(CostModel, MeasuredHostLinksTakeTwoLevelForms) {
     auto context = hosts_of(2, per_host);
     context.parameters.shm = {5e-6, 0.3e-9};
     context.parameters.tcp = {20e-6, 4e-9};
-    context.parameters.arena = {1e-6, 0.1e-9};
     for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
                          Collective::Reduce, Collective::Gather, Collective::Scatter}) {
       for (std::size_t bytes = 2048; bytes <= (std::size_t{64} << 20); bytes *= 16) {

@@ -238,48 +238,6 @@ TEST(TwoLevelRows, StripesCrossHostsOnlyBetweenRanksOfOnePlace) {
   }
 }
 
-// With an arena per host (a communicator across hosts has one, Context::host_arena), the
-// small all-reduce's phases inside a host run in it: its non-leaders send no message at all,
-// its leaders only to other hosts' leaders, and the results match the reference, in place or
-// not, for every dtype and op the sweep has, and for hosts of one rank (no arena there).
-TEST(TwoLevelRows, SmallAllReducesUseTheHostArenas) {
-  for (const std::vector<int>& layout :
-       {std::vector<int>{0, 0, 1, 1}, {0, 1, 0, 1, 2}, {0, 0, 0, 1, 1, 2, 2}}) {
-    const int n = static_cast<int>(layout.size());
-    MemoryFabric fabric(layout);
-    fabric.attach_host_arenas();
-    std::atomic<int> violations{0};
-    std::mutex mutex;
-    std::vector<std::string> wrong;
-    std::vector<std::uint64_t> sent(static_cast<std::size_t>(n));
-    auto failures = run_ranks(fabric, [&](transport::Transport& transport, int rank) {
-      CrossHostCounter counted(transport, violations);
-      for (const SweepCase& c : sweep_cases(n, algorithms::kNeedsNothing)) {
-        if (c.algorithm != &algorithms::rows::allreduce_hierarchical || c.count > 1000) continue;
-        algorithms::Context context{counted};
-        context.host_arena = fabric.host_arena(rank);
-        context.host_members = fabric.host_members(rank);
-        auto problems = run_sweep_case(context, c);
-        std::lock_guard lock(mutex);
-        for (const auto& problem : problems) wrong.push_back(describe(c) + ": " + problem);
-      }
-      sent[static_cast<std::size_t>(rank)] = fabric.messages_sent(rank);
-    });
-    EXPECT_TRUE(failures.empty()) << failures.size() << " ranks threw, first: " << failures[0];
-    EXPECT_TRUE(wrong.empty()) << wrong.size() << " wrong results, first: " << wrong[0];
-    EXPECT_EQ(violations.load(), 0);
-    Topology topology = fabric.transport(0).topology();
-    for (int r = 0; r < n; ++r) {
-      const bool leader = algorithms::patterns::host_members(
-                              topology, topology.host_of_rank[static_cast<std::size_t>(r)])
-                              .front() == r;
-      const std::uint64_t messages = sent[static_cast<std::size_t>(r)];
-      EXPECT_TRUE(leader ? messages > 0 : messages == 0)
-          << "rank " << r << " of " << n << " sent " << messages << " messages";
-    }
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Layouts, MultiHostSweep, ::testing::Range<std::size_t>(0, kLayouts.size()),
                          [](const auto& info) { return "layout" + std::to_string(info.param); });
 

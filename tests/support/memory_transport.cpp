@@ -273,10 +273,7 @@ MemoryFabric::MemoryFabric(const std::vector<int>& host_of_rank)
   for (auto& endpoint : endpoints_) endpoint->set_topology(topology);
 }
 
-MemoryFabric::~MemoryFabric() {  // the arenas go before the endpoints they ask
-  arenas_.clear();
-  host_arenas_.clear();
-}
+MemoryFabric::~MemoryFabric() { arenas_.clear(); }  // before the endpoints they ask
 
 void MemoryFabric::attach_arenas() {
   const int n = size();
@@ -294,45 +291,6 @@ void MemoryFabric::attach_arenas() {
     });
   }
   for (auto& thread : threads) thread.join();
-}
-
-void MemoryFabric::attach_host_arenas() {
-  const int n = size();
-  host_arenas_.resize(static_cast<std::size_t>(n));
-  host_members_.resize(static_cast<std::size_t>(n));
-  std::shared_ptr<Store> store = make_memory_store();
-  const std::string token = "sweep-host-" + std::to_string(::getpid()) + "-" +
-                            std::to_string(reinterpret_cast<std::uintptr_t>(this));
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < n; ++rank) {
-    const Topology& topology = endpoint(rank).topology();
-    std::vector<int> members;
-    for (int r = 0; r < n; ++r) {
-      if (topology.same_host(rank, r)) members.push_back(r);
-    }
-    if (members.size() < 2) continue;
-    host_members_[static_cast<std::size_t>(rank)] = members;
-    threads.emplace_back([&, rank, members] {
-      const auto local = std::find(members.begin(), members.end(), rank) - members.begin();
-      const std::string host = std::to_string(members.front());
-      auto arena = transport::HostArena::connect(
-          *store, static_cast<int>(local), static_cast<int>(members.size()), token + "-" + host,
-          Clock::now() + std::chrono::seconds(30), 0, "host" + host + "/");
-      arena->set_liveness(&endpoint(rank), members);
-      host_arenas_[static_cast<std::size_t>(rank)] = std::move(arena);
-    });
-  }
-  for (auto& thread : threads) thread.join();
-}
-
-transport::HostArena* MemoryFabric::host_arena(int rank) const {
-  return host_arenas_.empty() ? nullptr : host_arenas_[static_cast<std::size_t>(rank)].get();
-}
-
-std::span<const int> MemoryFabric::host_members(int rank) const {
-  return host_members_.empty()
-             ? std::span<const int>()
-             : std::span<const int>(host_members_[static_cast<std::size_t>(rank)]);
 }
 
 void MemoryFabric::attach_windows(std::size_t bytes_per_rank) {

@@ -52,14 +52,6 @@ class MemoryFabric {
   void attach_arenas();
   /// Rank `rank`'s host arena, or nullptr before attach_arenas.
   transport::HostArena* arena(int rank) const;
-  /// Gives the ranks of every faked host that holds more than one an arena of their own, as
-  /// a communicator across hosts has (transport/mesh.hpp's Connection::host_arena); its
-  /// liveness questions name the fabric's ranks. Call before run_ranks.
-  void attach_host_arenas();
-  /// Rank `rank`'s arena of its host's ranks (nullptr before attach_host_arenas, or alone on
-  /// its host) and those ranks, ascending.
-  transport::HostArena* host_arena(int rank) const;
-  std::span<const int> host_members(int rank) const;
   /// Registers one shared window of `bytes_per_rank` bytes per rank in every rank's arena
   /// (one segment, mapped once per rank, with rank r's part at r x a page-rounded stride, as
   /// Communicator::alloc_shared makes it), so that contexts on the arenas provide
@@ -73,10 +65,8 @@ class MemoryFabric {
   MemoryEndpoint& endpoint(int rank) const { return *endpoints_[static_cast<std::size_t>(rank)]; }
 
   std::vector<std::unique_ptr<MemoryEndpoint>> endpoints_;
-  std::vector<std::unique_ptr<transport::HostArena>> arenas_;       ///< after attach_arenas
-  std::vector<std::span<std::byte>> windows_;                       ///< after attach_windows
-  std::vector<std::unique_ptr<transport::HostArena>> host_arenas_;  ///< attach_host_arenas
-  std::vector<std::vector<int>> host_members_;                      ///< attach_host_arenas
+  std::vector<std::unique_ptr<transport::HostArena>> arenas_;  ///< after attach_arenas
+  std::vector<std::span<std::byte>> windows_;                  ///< after attach_windows
 };
 
 /// Runs `body(transport, rank)` on one thread per rank of `fabric` and joins

@@ -60,8 +60,7 @@ TEST(MeshStartup, StoreRequestsPerRankDoNotGrowWithRanksOnOneHost) {
 
 TEST(MeshStartup, StoreRequestsPerRankDoNotGrowWithRanksOnSeveralHosts) {
   const int n = 12;
-  // records: set, get; rings: set, get, barrier (2); the host's arena: get, barrier (2).
-  expect_bounded(startup_requests(n, Kind::Auto, 3), 3, 8, 2 * n + 12);
+  expect_bounded(startup_requests(n, Kind::Auto, 3), 3, 6, 2 * n + 12);
 }
 
 TEST(MeshStartup, StoreRequestsPerRankOverTcp) {

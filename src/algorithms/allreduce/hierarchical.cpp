@@ -3,10 +3,10 @@
 // Using the communicator's Topology (patterns/hierarchy.hpp), in one of two forms:
 //
 // Leaders (small calls, or hosts of different sizes): (1) each host reduces to its leader,
-// its lowest rank, in the host's arena (Context::host_arena; a k-nomial tree without one);
-// (2) the leaders all-reduce among themselves (leader_algorithm); (3) each leader broadcasts
-// the result in the arena (or along a k-nomial tree) on its host. Each host sends and receives
-// about 2 (H - 1)/H of the buffer over the network once, instead of every rank doing so.
+// its lowest rank, along a k-nomial tree; (2) the leaders all-reduce among themselves
+// (leader_algorithm); (3) each leader broadcasts the result along a k-nomial tree on its
+// host. Each host sends and receives about 2 (H - 1)/H of the buffer over the network
+// once, instead of every rank doing so.
 //
 // Stripes (from kLeaderLargeBytes, every host holding P ranks): (1) a ring reduce-scatter
 // on each host leaves its i-th rank block i of the host's sum; (2) the i-th ranks of all
@@ -67,16 +67,13 @@ void run(const Call& args, const Context& ctx) {
   const Topology& topology = ctx.transport.topology();
   if (striped(bytes_of(args.count, args.dtype), topology)) return run_stripes(args, ctx);
   const int rank = ctx.rank();
-  const std::vector<int> members =
-      patterns::host_members(topology, topology.host_of_rank[static_cast<std::size_t>(rank)]);
-  SubsetTransport host(ctx.transport, members);
-  // Inside the host: in its arena where the communicator has one (a round of flags instead
-  // of a tree of messages), else along a k-nomial tree.
-  const Context inside = ctx.on_host(host, members);
+  SubsetTransport host(
+      ctx.transport,
+      patterns::host_members(topology, topology.host_of_rank[static_cast<std::size_t>(rank)]));
   Call phase = args;
   phase.root = 0;
   phase.collective = Collective::Reduce;
-  (inside.arena ? rows::reduce_shm_direct : rows::reduce_knomial).run(phase, inside);
+  rows::reduce_knomial.run(phase, ctx.on(host));
   const bool leader = host.rank() == 0;
   if (leader && topology.num_hosts > 1) {
     SubsetTransport leaders(ctx.transport, patterns::host_leaders(topology));
@@ -86,7 +83,7 @@ void run(const Call& args, const Context& ctx) {
   }
   phase.collective = Collective::Broadcast;
   phase.send = leader ? args.recv : nullptr;
-  (inside.arena ? rows::broadcast_shm_direct : rows::broadcast_knomial).run(phase, inside);
+  rows::broadcast_knomial.run(phase, ctx.on(host));
 }
 
 // Stripes: a ring reduce-scatter and all-gather on each host; the P columns' algorithm over
@@ -102,21 +99,17 @@ double stripes_cost(const CostInput& in) {
          phase_cost(rows::allgather_ring, in, Collective::AllGather, block, per_host, false);
 }
 
-// Leaders: within each host a reduce, then a broadcast (in the host's arena when the ranks
-// of a host share memory, else k-nomial trees); the leaders' algorithm over tcp. One host, or
-// one rank per host: it degenerates to a flat algorithm; left to those.
+// Leaders: within each host a k-nomial reduce, then a broadcast; the leaders' algorithm over
+// tcp. One host, or one rank per host: it degenerates to a flat algorithm; left to those.
 double cost(const CostInput& in) {
   if (!two_levels(in.machine)) return std::numeric_limits<double>::infinity();
   if (striped(in.bytes, in.machine.topology)) return stripes_cost(in);
   const int per_host = in.machine.max_ranks_per_host();
   const int hosts = in.machine.num_hosts();
   const double m = in.m();
-  const bool arena = in.machine.local_shm;  // the communicator then has host arenas
-  return phase_cost(arena ? rows::reduce_shm_direct : rows::reduce_knomial, in, Collective::Reduce,
-                    m, per_host, false) +
+  return phase_cost(rows::reduce_knomial, in, Collective::Reduce, m, per_host, false) +
          phase_cost(leader_algorithm(in.bytes, hosts), in, Collective::AllReduce, m, hosts, true) +
-         phase_cost(arena ? rows::broadcast_shm_direct : rows::broadcast_knomial, in,
-                    Collective::Broadcast, m, per_host, false);
+         phase_cost(rows::broadcast_knomial, in, Collective::Broadcast, m, per_host, false);
 }
 
 }  // namespace

@@ -31,8 +31,8 @@ constexpr int kMaxSleepMs = 5;  ///< longest futex sleep
 /// behind posts within them; a clock read costs as much as several polls here).
 constexpr int kQuickPolls = 32;
 
-std::string ready_key(const std::string& scope) { return "transport/arena/" + scope + "ready"; }
-std::string mapped_key(const std::string& scope) { return "transport/arena/" + scope + "mapped"; }
+std::string ready_key() { return "transport/arena/ready"; }
+std::string mapped_key() { return "transport/arena/mapped"; }
 
 std::size_t parse_slot_bytes(const std::string& text, const std::string& what) {
   std::size_t value = 0;
@@ -81,7 +81,7 @@ std::size_t HostArena::slot_bytes_for(int host_ranks) {
 
 std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
                                               const std::string& token, Deadline deadline,
-                                              int sized_for, const std::string& scope) {
+                                              int sized_for) {
   std::shared_ptr<Segment> segment;
   std::size_t slot_bytes = 0;
   const int host_ranks = std::max(size, sized_for);
@@ -92,10 +92,9 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
     segment = Segment::create("chorus-" + token + "-arena",
                               segment_bytes(size, stride_bytes(slot_bytes, lane_bytes)),
                               /*map_whole=*/false);
-    store.set(ready_key(scope),
-              SegmentNotice{std::to_string(slot_bytes), segment->locator()}.text());
+    store.set(ready_key(), SegmentNotice{std::to_string(slot_bytes), segment->locator()}.text());
   } else {
-    const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(scope), deadline));
+    const SegmentNotice notice = SegmentNotice::parse(store.get(ready_key(), deadline));
     slot_bytes = parse_slot_bytes(notice.field, "the arena slot size");
     segment = Segment::open(notice.locator,
                             segment_bytes(size, stride_bytes(slot_bytes, lane_bytes)), deadline);
@@ -109,7 +108,7 @@ std::unique_ptr<HostArena> HostArena::connect(Store& store, int rank, int size,
   segment->populate(sizeof(FlagLine) * n + sizeof(DoorbellWord) * (r + 1), sizeof(DoorbellWord));
   const std::size_t stride = stride_bytes(slot_bytes, lane_bytes);
   segment->populate(header_bytes(size) + stride * r, stride);
-  store_barrier(store, mapped_key(scope), size, deadline);
+  store_barrier(store, mapped_key(), size, deadline);
   if (rank == 0) segment->withdraw();
   return std::unique_ptr<HostArena>(
       new HostArena(std::move(segment), rank, size, slot_bytes, lane_bytes));
@@ -205,10 +204,10 @@ void HostArena::check_round_of(int r, std::uint64_t round) {
   const std::uint64_t shape = record.shape.load(std::memory_order_acquire);
   const std::uint64_t after = record.round.load(std::memory_order_relaxed);
   if (before != round || after != round) {
-    fail(Error(Status::InternalError, "host arena: rank " + std::to_string(member(r)) +
+    fail(Error(Status::InternalError, "host arena: rank " + std::to_string(r) +
                                           " rewrote its record of round " + std::to_string(round) +
-                                          " while rank " + std::to_string(member(rank_)) +
-                                          " read it (" + describe(call_) + ")"));
+                                          " while rank " + std::to_string(rank_) + " read it (" +
+                                          describe(call_) + ")"));
   }
   // The packed fields compared: arena calls are collectives, whose fingerprints match
   // when every field does (fingerprints_match).
@@ -218,9 +217,9 @@ void HostArena::check_round_of(int r, std::uint64_t round) {
     return;
   }
   const Fingerprint theirs = unpack(seq, count, shape);
-  fail(Error(Status::Mismatch, "rank " + std::to_string(member(rank_)) + " is in " +
-                                   describe(mine) + " but rank " + std::to_string(member(r)) +
-                                   " is in " + describe(theirs)));
+  fail(Error(Status::Mismatch, "rank " + std::to_string(rank_) + " is in " + describe(mine) +
+                                   " but rank " + std::to_string(r) + " is in " +
+                                   describe(theirs)));
 }
 
 void HostArena::fail(const Error& error) {
@@ -263,19 +262,17 @@ std::optional<Fingerprint> HostArena::newest_call_of(int r) const {
 
 void HostArena::fail_timeout(std::span<const int> awaited, std::uint64_t value,
                              Clock::duration waited) {
-  // Indexed by the transport's numbers, as the watcher's sightings are.
-  std::vector<std::optional<Fingerprint>> seen(
-      static_cast<std::size_t>(members_.empty() ? size_ : members_.back() + 1));
+  std::vector<std::optional<Fingerprint>> seen(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    if (r != rank_) seen[static_cast<std::size_t>(member(r))] = newest_call_of(r);
+    if (r != rank_) seen[static_cast<std::size_t>(r)] = newest_call_of(r);
   }
   if (watcher_) merge_sightings(seen, watcher_->arena_sightings());
   std::string ranks;
-  for (int r : awaited) ranks += (ranks.empty() ? "" : ", ") + std::to_string(member(r));
+  for (int r : awaited) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
   const std::string what = (value % 2 ? "second phase of round " : "round ") +
                            std::to_string(value / 2) + " in the host arena";
   fail(Error(Status::Timeout,
-             timeout_sentence({member(rank_), call_, waited, ranks, what, std::move(seen)})));
+             timeout_sentence({rank_, call_, waited, ranks, what, std::move(seen)})));
 }
 
 template <typename Reached>
@@ -300,16 +297,16 @@ void HostArena::wait_until(Reached&& reached, std::uint64_t value, std::span<con
       if (watcher_) {
         watcher_->arena_check(call_, probe);
         for (int r : awaited) {
-          if ((lost = watcher_->arena_lost(member(r)))) break;
+          if ((lost = watcher_->arena_lost(r))) break;
         }
       }
       next_check = now + check_period_;
       // After the loss was seen: everything a lost rank wrote before it left is visible.
       if (reached()) break;
       if (lost) {
-        fail(Error(lost->status(),
-                   std::string(lost->what()) + " while rank " + std::to_string(member(rank_)) +
-                       " waits for it in the host arena (" + describe(call_) + ")"));
+        fail(Error(lost->status(), std::string(lost->what()) + " while rank " +
+                                       std::to_string(rank_) + " waits for it in the host arena (" +
+                                       describe(call_) + ")"));
       }
     }
     if (now >= deadline) {

@@ -106,16 +106,14 @@ class HostArena {
   /// uses at least 128 bytes per rank, so a round holds 8 bytes per rank.
   static std::size_t slot_bytes_for(int host_ranks);
 
-  /// Collective over the `size` ranks of a communicator on one host (or over one host's
-  /// ranks of a communicator that spans several: `rank` and `size` count those): rank 0
-  /// creates the segment (named after its random `token`), the others map it, rank 0
-  /// withdraws it once all have. Store keys "transport/arena/<scope>...": hosts that share a
-  /// store each pass their own `scope`.
+  /// Collective over the `size` ranks of a communicator on one host: rank 0
+  /// creates the segment (named after its random `token`), the others map it,
+  /// rank 0 withdraws it once all have. Store keys "transport/arena/...".
   /// `sized_for`: size the slots and lanes for at least this many ranks on the host (a
   /// sub-communicator passes its parent's count, as for the rings).
   static std::unique_ptr<HostArena> connect(Store& store, int rank, int size,
                                             const std::string& token, Deadline deadline,
-                                            int sized_for = 0, const std::string& scope = {});
+                                            int sized_for = 0);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -185,12 +183,9 @@ class HostArena {
 
   /// Connects the arena's waits to the transport's liveness (aborts, dead peers, probes) and
   /// takes its wait policy; `liveness` must outlive the arena. Without it (tests) waits see
-  /// only the deadline. `members`: the transport's rank of each arena rank, when the arena
-  /// holds one host's ranks of a larger communicator (empty: the same numbers); liveness
-  /// questions and error sentences use the transport's numbers.
-  void set_liveness(Liveness* liveness, std::vector<int> members = {}) {
+  /// only the deadline.
+  void set_liveness(Liveness* liveness) {
     watcher_ = liveness;
-    members_ = std::move(members);
     if (liveness) wait_policy_ = liveness->wait_policy();
   }
   /// How wait_for polls, yields and sleeps (set_liveness takes the transport's).
@@ -205,8 +200,6 @@ class HostArena {
   HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::size_t slot_bytes,
             std::size_t lane_bytes);
   FlagLine& line(int r) const;
-  /// The transport's number of arena rank `r`.
-  int member(int r) const { return members_.empty() ? r : members_[static_cast<std::size_t>(r)]; }
   /// A call's root, collective, dtype and op in one word (what a round record holds).
   static std::uint64_t shape_of(const Fingerprint& call) {
     return std::uint64_t{static_cast<std::uint32_t>(call.root)} << 32 |
@@ -250,7 +243,6 @@ class HostArena {
   DoorbellWord* bells_ = nullptr;  ///< the arena's doorbell, then one per rank
   Doorbell doorbell_;              ///< bells_[0]: waits for any of several ranks sleep here
   Liveness* watcher_ = nullptr;    ///< the transport's liveness, or none
-  std::vector<int> members_;       ///< set_liveness's members: the transport's numbers
   WaitPolicy wait_policy_;
   WindowTable windows_;
   Fingerprint call_;
