@@ -175,8 +175,7 @@ CallPlan plan_call(CommState& comm, const algorithms::Call& call) {
   const bool reduces = has_reduce_op(call.collective);
   if (reduces) lower_average(lowered);
   try {
-    plan.run.choice =
-        algorithms::select(lowered, plan.run.provided, comm.selection, comm.algorithm_overrides);
+    plan.run.choice = select(comm, lowered, plan.run.provided);
   } catch (const Error&) {
     return plan;  // unused: such calls take the general path, which fails them as before
   }
