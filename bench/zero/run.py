@@ -6,8 +6,9 @@ Runs zero_bench (fp32 Adam, the GPT model) under chorusrun and prints a markdown
 1. memory per rank at 2 and 4 ranks for DDP and ZeRO-1/2/3 (--private-buckets, so that the
    counting allocator sees every byte): parameters, gradients and optimizer state beside
    PARALLEL.md section 3's formula, the allocator's bytes held and its peak over a step;
-2. step time at 2 ranks, each ZeRO stage against DDP in --pairs alternated pairs (the order
-   inside a pair alternates too), the median of the per-pair ratios;
+2. step time at 2 ranks, each ZeRO stage against DDP in --pairs (9) alternated pairs (the
+   order inside a pair alternates too), the median of the per-pair ratios (with 5, one or two
+   pairs disturbed by a preemption moved the median by 10%);
 3. the largest GPT (in layers, then parameters) each strategy trains within --budget-mib per
    rank at --budget-ranks ranks (default 4): the peak measured at 2 and 4 layers, extrapolated
    linearly, then checked with zero_bench --budget-mib (the largest that runs, the next that
@@ -144,7 +145,7 @@ def budget_section(runner, budget, ranks):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("build")
-    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=9)
     parser.add_argument("--budget-mib", type=int, default=128)
     parser.add_argument("--budget-ranks", default="4", help="comma-separated rank counts")
     parser.add_argument("--sections", default="memory,speed,budget")
