@@ -3,13 +3,15 @@
 
     planner_check.py --build BUILD --ranks N [--synthetic-compute MS] [--layouts K] [--steps S]
 
-1. A compute profile: with real compute, `chorus-train --write-compute-profile` times every
-   block of the model, the embedding, the head and the optimizer on one process at every
-   micro-batch size a layout can use (1, 2, 4, ... up to the global batch), to which the planner
-   fits a fixed time plus a time per FLOP; with --synthetic-compute MS the profile says what
-   the sleeps are (a block's forward MS ms at micro-batch 1 and tp 1, its backward 2·MS, in
-   proportion to FLOPs), so the planner's compute term is exact by construction and the check
-   is of everything else (the bubble, the communication, what overlaps).
+1. A compute profile: with real compute, `chorusrun -n N chorus-train --write-compute-profile`
+   times every block of the model, the embedding, the head and the optimizer at every
+   micro-batch size a layout can use (1, 2, 4, ... up to the global batch) on N processes at
+   once, as the N ranks of a layout compute (ranks that share the host's cores slow each
+   other), to which the planner fits a fixed time plus a time per FLOP; with
+   --synthetic-compute MS the profile says what the sleeps are (a block's forward MS ms at
+   micro-batch 1 and tp 1, its backward 2·MS, in proportion to FLOPs; sleeps do not share
+   cores, so at concurrency N too), so the planner's compute term is exact by construction and
+   the check is of everything else (the bubble, the communication, what overlaps).
 2. `chorus-plan --json` over N ranks of one host with that profile; the layouts chorus-train runs
    (no cp, no sequence parallelism with synthetic compute, no ZeRO, dense), one per command
    line: the best five and the rest evenly spaced down to the worst, K in all.
@@ -53,13 +55,14 @@ def compute_profile(args, path):
         values = dict(zip(MODEL[::2], MODEL[1::2]))
         with open(path, "w") as out:
             out.write("# the sleeps of --synthetic-compute %g\n" % ms)
-            out.write("hidden %s\nheads %s\nseq %s\nmicro_batch 1\ntp 1\n" %
-                      (values["--hidden"], values["--heads"], values["--seq-len"]))
+            out.write("hidden %s\nheads %s\nseq %s\nmicro_batch 1\ntp 1\nconcurrency %d\n" %
+                      (values["--hidden"], values["--heads"], values["--seq-len"], args.ranks))
             out.write("layer_forward_ms %g\nlayer_backward_ms %g\n" % (ms, 2 * ms))
         return
-    # Micro-batch --global-batch, and every power of two below it: every size a layout uses.
-    run([args.train, "--model", "gpt"] + MODEL +
-        ["--batch", str(args.global_batch), "--write-compute-profile", path], 600)
+    # Micro-batch --global-batch, and every power of two below it: every size a layout uses;
+    # on as many processes at once as the layouts have ranks.
+    run([args.run, "-n", str(args.ranks), "--timeout", "900", args.train, "--model", "gpt"] +
+        MODEL + ["--batch", str(args.global_batch), "--write-compute-profile", path], 1200)
 
 
 def runnable(layout, synthetic):
@@ -209,6 +212,8 @@ def main():
         result = json.loads(run([plan] + MODEL + [
             "--global-batch", str(args.global_batch), "--ranks-per-host", str(args.ranks),
             "--compute-profile", profile, "--json", "--top", "0"], 600))
+    if result.get("warning"):
+        print("planner_check: chorus-plan warns: " + result["warning"], file=sys.stderr)
     layouts = [l for l in result["layouts"] if runnable(l, args.synthetic_compute > 0)]
     unique, seen = [], set()
     for layout in layouts:

@@ -89,6 +89,7 @@ ComputeModel fit_compute_model(const ComputeProfile& profile, std::string_view s
   if (profile.vocab > 0 && profile.head_ms > 0) out.head = fit_cost_line(head_flops, head);
   if (profile.embedding_ms > 0) out.embedding = fit_cost_line(elements, embedding);
   out.optimizer_per_parameter = profile.optimizer_ns_per_parameter * 1e-9;
+  out.concurrency = profile.concurrency;
   if (!profile.recompute.empty()) fit_recomputation(profile, model, out);
   return out;
 }

@@ -43,6 +43,8 @@ struct ComputeModel {
   CostLine head;       ///< forward and backward over 3 · head_forward_flops; unmeasured: 0
   CostLine embedding;  ///< forward and backward over the rank's b·(s/u)·h embedded elements
   double optimizer_per_parameter = 0;  ///< seconds of the step (with clipping); 0: unmeasured
+  /// Processes that computed at once while the profile was taken (its concurrency line).
+  int concurrency = 1;
 };
 
 /// The lines fitted to `profile`'s sizes, each size's work by the planner's formulas on the

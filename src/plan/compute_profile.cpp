@@ -38,13 +38,18 @@ void read_layer(ComputeProfile& p, std::istringstream& fields, const std::string
   p.block_backward_ms.push_back(positive_number(where, "layer " + index, backward));
 }
 
-/// A positive whole number of samples.
-std::int64_t micro_batch_size(const std::string& where, const std::string& key,
-                              const std::string& text) {
+/// A positive whole number of `units` (samples, processes).
+std::int64_t whole_number(const std::string& where, const std::string& key, const std::string& text,
+                          const char* units) {
   const double value = positive_number(where, key, text);
   require_argument(value == std::floor(value) && value < 1e15,
-                   where + ": " + key + " '" + text + "' is not a whole number of samples");
+                   where + ": " + key + " '" + text + "' is not a whole number of " + units);
   return static_cast<std::int64_t>(value);
+}
+
+std::int64_t micro_batch_size(const std::string& where, const std::string& key,
+                              const std::string& text) {
+  return whole_number(where, key, text, "samples");
 }
 
 /// One "at B F W E H" line: the times at another micro-batch size.
@@ -107,6 +112,16 @@ void check_sizes(const ComputeProfile& p, std::string_view source) {
   }
 }
 
+/// The concurrency line's value as an int; at most kMaxConcurrency.
+int concurrency(double value, std::string_view source) {
+  constexpr double kMaxConcurrency = 1 << 20;
+  require_argument(value <= kMaxConcurrency,
+                   std::string(source) + ": concurrency " +
+                       std::to_string(static_cast<long long>(value)) + " is above " +
+                       std::to_string(static_cast<int>(kMaxConcurrency)) + " processes");
+  return static_cast<int>(value);
+}
+
 }  // namespace
 
 ComputeProfile parse_compute_profile(std::istream& in, std::string_view source) {
@@ -120,7 +135,8 @@ ComputeProfile parse_compute_profile(std::istream& in, std::string_view source) 
                                       "embedding_ms",
                                       "head_ms",
                                       "vocab",
-                                      "optimizer_ns_per_parameter"};
+                                      "optimizer_ns_per_parameter",
+                                      "concurrency"};
   ComputeProfile p;
   std::map<std::string, double> values;
   std::string line;
@@ -146,8 +162,13 @@ ComputeProfile parse_compute_profile(std::istream& in, std::string_view source) 
     bool known = false;
     for (const char* name : kKeys) known = known || key == name;
     require_argument(known, where + ": unknown compute profile key '" + key + "'");
-    values[key] = key == "micro_batch" ? static_cast<double>(micro_batch_size(where, key, value))
-                                       : positive_number(where, key, value);
+    if (key == "micro_batch" || key == "concurrency") {
+      values[key] =
+          static_cast<double>(key == "micro_batch" ? micro_batch_size(where, key, value)
+                                                   : whole_number(where, key, value, "processes"));
+    } else {
+      values[key] = positive_number(where, key, value);
+    }
   }
   for (const char* name :
        {"hidden", "heads", "seq", "micro_batch", "layer_forward_ms", "layer_backward_ms"}) {
@@ -166,6 +187,7 @@ ComputeProfile parse_compute_profile(std::istream& in, std::string_view source) 
   p.vocab = values.count("vocab") ? static_cast<std::int64_t>(values["vocab"]) : 0;
   p.optimizer_ns_per_parameter =
       values.count("optimizer_ns_per_parameter") ? values["optimizer_ns_per_parameter"] : 0;
+  p.concurrency = values.count("concurrency") ? concurrency(values["concurrency"], source) : 1;
   check_sizes(p, source);
   return p;
 }
@@ -189,15 +211,18 @@ std::string format_compute_profile(const ComputeProfile& p) {
     std::snprintf(text, sizeof text, "%.6f", v);
     return std::string(text);
   };
-  std::string out = "# compute profile (docs/planner.md): one GPT block's measured times\n";
+  std::string out =
+      "# compute profile (docs/planner.md): one GPT block's measured times\n"
+      "# concurrency: the processes computing at once (each its own model) while timed\n";
   if (!p.more_sizes.empty())
     out += "# at <micro-batch> <layer forward> <layer backward> <embedding> <head> (ms)\n";
   if (!p.recompute.empty())
     out += "# recompute <micro-batch> <layer backward: selective> <full> (ms)\n";
   out += "hidden " + std::to_string(p.hidden) + "\nheads " + std::to_string(p.heads) + "\nseq " +
          std::to_string(p.seq) + "\nmicro_batch " + std::to_string(p.micro_batch) + "\ntp " +
-         std::to_string(p.tp) + "\nlayer_forward_ms " + ms(p.layer_forward_ms) +
-         "\nlayer_backward_ms " + ms(p.layer_backward_ms) + "\n";
+         std::to_string(p.tp) + "\nconcurrency " + std::to_string(p.concurrency) +
+         "\nlayer_forward_ms " + ms(p.layer_forward_ms) + "\nlayer_backward_ms " +
+         ms(p.layer_backward_ms) + "\n";
   if (p.embedding_ms > 0) out += "embedding_ms " + ms(p.embedding_ms) + "\n";
   if (p.head_ms > 0) out += "head_ms " + ms(p.head_ms) + "\n";
   if (p.vocab > 0) out += "vocab " + std::to_string(p.vocab) + "\n";
@@ -212,6 +237,18 @@ std::string format_compute_profile(const ComputeProfile& p) {
   for (std::size_t i = 0; i < p.block_forward_ms.size(); ++i)
     out += "layer " + std::to_string(i) + " " + ms(p.block_forward_ms[i]) + " " +
            ms(p.block_backward_ms[i]) + "\n";
+  return out;
+}
+
+std::vector<double*> measured_times(ComputeProfile& p) {
+  std::vector<double*> out = {&p.layer_forward_ms, &p.layer_backward_ms, &p.embedding_ms,
+                              &p.head_ms, &p.optimizer_ns_per_parameter};
+  for (std::size_t i = 0; i < p.block_forward_ms.size(); ++i)
+    out.insert(out.end(), {&p.block_forward_ms[i], &p.block_backward_ms[i]});
+  for (SizeTimes& t : p.more_sizes)
+    out.insert(out.end(), {&t.layer_forward_ms, &t.layer_backward_ms, &t.embedding_ms, &t.head_ms});
+  for (RecomputeTimes& t : p.recompute)
+    out.insert(out.end(), {&t.selective_backward_ms, &t.full_backward_ms});
   return out;
 }
 

@@ -44,6 +44,10 @@ struct ComputeProfile {
   std::vector<RecomputeTimes> recompute;
   /// The optimizer's step with the gradient clipping, per parameter; 0: not given.
   double optimizer_ns_per_parameter = 0;
+  /// Processes that computed at once while the times were taken, each its own copy of the
+  /// model (ranks that share a host's cores slow each other: a profile for a plan of R ranks
+  /// per host is taken with R). A file without the "concurrency" line: 1.
+  int concurrency = 1;
 
   /// Every size's times: micro_batch's (the main lines) first, then more_sizes.
   std::vector<SizeTimes> sizes() const;
@@ -51,11 +55,11 @@ struct ComputeProfile {
 
 /// Reads "key value" lines ('#' comments): hidden, heads, seq, micro_batch, tp (default 1),
 /// layer_forward_ms, layer_backward_ms, and optionally vocab, embedding_ms, head_ms,
-/// optimizer_ns_per_parameter, "layer I FORWARD_MS BACKWARD_MS" for I = 0, 1, ... in order and
-/// "at B LAYER_FORWARD_MS LAYER_BACKWARD_MS EMBEDDING_MS HEAD_MS" for other micro-batch sizes
-/// B (which need the embedding_ms and head_ms lines) and "recompute B SELECTIVE_BACKWARD_MS
-/// FULL_BACKWARD_MS" for sizes B of the profile. Throws Error(InvalidArgument) naming the line
-/// or the missing key.
+/// optimizer_ns_per_parameter, concurrency (a whole number >= 1; default 1), "layer I FORWARD_MS
+/// BACKWARD_MS" for I = 0, 1, ... in order and "at B LAYER_FORWARD_MS LAYER_BACKWARD_MS
+/// EMBEDDING_MS HEAD_MS" for other micro-batch sizes B (which need the embedding_ms and head_ms
+/// lines) and "recompute B SELECTIVE_BACKWARD_MS FULL_BACKWARD_MS" for sizes B of the profile.
+/// Throws Error(InvalidArgument) naming the line or the missing key.
 ComputeProfile parse_compute_profile(std::istream& in, std::string_view source);
 ComputeProfile load_compute_profile_file(const std::string& path);
 
@@ -65,5 +69,11 @@ double positive_number(const std::string& where, const std::string& key, const s
 
 /// The text parse_compute_profile reads back (times to the microsecond's thousandth).
 std::string format_compute_profile(const ComputeProfile& profile);
+
+/// Every measured time of `profile`, in a fixed order that depends only on its shape (blocks,
+/// sizes, recompute lines): the main size's four, the optimizer's, then each block's, size's
+/// and recompute line's. Profiles of the same shape list their times alike, so ranks can
+/// combine theirs element by element.
+std::vector<double*> measured_times(ComputeProfile& profile);
 
 }  // namespace chorus::plan

@@ -76,8 +76,16 @@ struct PlanResult {
   std::size_t candidates = 0;        ///< layouts predicted before the memory budget
   /// Why nothing is feasible: the resource that binds and by how much ("" when something is).
   std::string infeasible;
+  /// compute_concurrency_warning(request): "" or why the compute times may be off.
+  std::string warning;
 };
 PlanResult plan(const PlanRequest& request);
+
+/// "" unless the machine's compute profile was taken with a number of processes computing at
+/// once other than the request's ranks per host; then a sentence naming both numbers: ranks
+/// that share a host's cores compute slower together than alone, so the profile's times are
+/// too low (fewer processes) or too high (more) for this plan.
+std::string compute_concurrency_warning(const PlanRequest& request);
 
 /// The chorusrun + chorus-train command line that runs `layout`.
 std::string command_line(const PlanRequest& request, const Layout& layout);

@@ -144,7 +144,8 @@ std::string to_json(const PlanRequest& request, const PlanResult& result, std::s
       << ", \"ranks_per_host\": " << request.ranks_per_host << ", \"machine\": \""
       << escaped(request.machine.name) << "\", \"candidates\": " << result.candidates
       << ", \"feasible\": " << result.feasible.size() << ", \"infeasible\": \""
-      << escaped(result.infeasible) << "\", \"layouts\": [";
+      << escaped(result.infeasible) << "\", \"warning\": \"" << escaped(result.warning)
+      << "\", \"layouts\": [";
   for (std::size_t i = 0; i < shown; ++i) {
     const Prediction& p = result.feasible[i];
     const Layout& l = p.layout;

@@ -149,6 +149,7 @@ PlanResult plan(const PlanRequest& request) {
                    "no compute rate: give a machine profile with peak_tflops, a compute profile "
                    "or --tflops");
   PlanResult result;
+  result.warning = compute_concurrency_warning(request);
   const std::vector<Layout> layouts = candidate_layouts(request, &result.infeasible);
   result.candidates = layouts.size();
   CollectiveCosts costs(request.machine.links);
@@ -175,6 +176,22 @@ PlanResult plan(const PlanRequest& request) {
                         ": " + gib(need - budget) + " short";
   }
   return result;
+}
+
+std::string compute_concurrency_warning(const PlanRequest& request) {
+  const auto& measured = request.machine.measured;
+  const int ranks = request.ranks_per_host;
+  if (!measured || measured->concurrency == ranks) return "";
+  const auto count = [](int n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  return "the compute profile was taken with " +
+         count(measured->concurrency, "process", "processes") +
+         " computing at once, the plan has " + count(ranks, "rank", "ranks") +
+         " per host: ranks that share a host's cores compute slower together than alone, " +
+         "so its compute times are likely too " + (measured->concurrency < ranks ? "low" : "high") +
+         " (take it with `chorusrun -n " + std::to_string(ranks) +
+         " chorus-train ... --write-compute-profile FILE`)";
 }
 
 }  // namespace chorus::plan

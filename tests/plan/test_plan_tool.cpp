@@ -36,6 +36,22 @@ std::string write(const std::string& name, const std::string& text) {
   return path;
 }
 
+/// A compute profile of the tiny block of test_plan_model, six lines.
+const std::string kTinyProfile =
+    "hidden 8\nheads 2\nseq 4\nmicro_batch 1\nlayer_forward_ms 1\nlayer_backward_ms 4\n";
+
+/// parse_compute_profile's sentence for kTinyProfile followed by `more` (source "p"), or
+/// "accepted".
+std::string profile_refusal(const std::string& more) {
+  std::istringstream in(kTinyProfile + more);
+  try {
+    parse_compute_profile(in, "p");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 TEST(PlanTool, OptionsReachTheRequest) {
   const plan_tool::Options o = parse({"--layers",  "8",
                                       "--hidden",  "96",
@@ -158,38 +174,106 @@ TEST(PlanTool, ComputeProfileRoundTripsWithItsBlockLines) {
   ASSERT_EQ(all.recompute.size(), 1u);
   EXPECT_EQ(all.recompute[0].micro_batch, 4);
   EXPECT_EQ(all.recompute[0].full_backward_ms, 9.5);
-  const auto refused = [](const std::string& body) {
-    std::istringstream in(
-        "hidden 8\nheads 2\nseq 4\nmicro_batch 1\nlayer_forward_ms 1\n"
-        "layer_backward_ms 4\n" +
-        body);
-    try {
-      parse_compute_profile(in, "p");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
-  EXPECT_EQ(refused("layer 1 1 2\n"),
+  EXPECT_EQ(profile_refusal("layer 1 1 2\n"),
             "p:7: layer 1 where layer 0 comes next (one line per block, in order)");
-  EXPECT_EQ(refused("layer 0 1\n"), "p:7: expected 'layer <index> <forward ms> <backward ms>'");
-  EXPECT_EQ(refused("layer 0 1 -2\n"), "p:7: expected 'layer 0 <positive number>', got '-2'");
-  EXPECT_EQ(refused("at 2 1 2\n"),
+  EXPECT_EQ(profile_refusal("layer 0 1\n"),
+            "p:7: expected 'layer <index> <forward ms> <backward ms>'");
+  EXPECT_EQ(profile_refusal("layer 0 1 -2\n"),
+            "p:7: expected 'layer 0 <positive number>', got '-2'");
+  EXPECT_EQ(profile_refusal("at 2 1 2\n"),
             "p:7: expected 'at <micro-batch> <layer forward ms> "
             "<layer backward ms> <embedding ms> <head ms>'");
-  EXPECT_EQ(refused("at 1.5 1 2 1 1\n"), "p:7: at '1.5' is not a whole number of samples");
-  EXPECT_EQ(refused("at 2 1 2 1 1\n"),
+  EXPECT_EQ(profile_refusal("at 1.5 1 2 1 1\n"), "p:7: at '1.5' is not a whole number of samples");
+  EXPECT_EQ(profile_refusal("at 2 1 2 1 1\n"),
             "p: 'at' lines need the embedding_ms and head_ms lines (the times at micro_batch 1)");
-  EXPECT_EQ(refused("embedding_ms 1\nhead_ms 1\nat 2 1 2 1 1\nat 2 1 2 1 1\n"),
+  EXPECT_EQ(profile_refusal("embedding_ms 1\nhead_ms 1\nat 2 1 2 1 1\nat 2 1 2 1 1\n"),
             "p:10: micro-batch 2 has a second 'at' line");
-  EXPECT_EQ(refused("embedding_ms 1\nhead_ms 1\nat 1 1 2 1 1\n"),
+  EXPECT_EQ(profile_refusal("embedding_ms 1\nhead_ms 1\nat 1 1 2 1 1\n"),
             "p: micro-batch 1 has an 'at' line and is the micro_batch line's too");
-  EXPECT_EQ(refused("recompute 1 2\n"),
+  EXPECT_EQ(profile_refusal("recompute 1 2\n"),
             "p:7: expected 'recompute <micro-batch> <selective backward ms> <full backward ms>'");
-  EXPECT_EQ(refused("recompute 1 5 6\nrecompute 1 5 6\n"),
+  EXPECT_EQ(profile_refusal("recompute 1 5 6\nrecompute 1 5 6\n"),
             "p:8: micro-batch 1 has a second 'recompute' line");
-  EXPECT_EQ(refused("recompute 2 5 6\n"),
+  EXPECT_EQ(profile_refusal("recompute 2 5 6\n"),
             "p: 'recompute 2' is not a profiled micro-batch (micro_batch or an 'at' line)");
+}
+
+// The concurrency line: written, read back, 1 for a file without it, refused unless a whole
+// number of processes; the fitted model keeps it.
+TEST(PlanTool, ComputeProfileConcurrency) {
+  ComputeProfile p;
+  p.hidden = 8, p.heads = 2, p.seq = 4, p.micro_batch = 1;
+  p.layer_forward_ms = 1, p.layer_backward_ms = 4;
+  EXPECT_EQ(p.concurrency, 1);
+  p.concurrency = 2;
+  const std::string text = format_compute_profile(p);
+  EXPECT_NE(text.find("\nconcurrency 2\n"), std::string::npos) << text;
+  std::istringstream in(text);
+  EXPECT_EQ(parse_compute_profile(in, "written").concurrency, 2);
+  Machine m;
+  std::istringstream again(text);
+  read_compute_profile(m, again, "written");
+  EXPECT_EQ(m.measured->concurrency, 2);
+  std::istringstream old_text(kTinyProfile);  // a file without the line
+  EXPECT_EQ(parse_compute_profile(old_text, "old").concurrency, 1);
+  EXPECT_EQ(profile_refusal("concurrency 0\n"),
+            "p:7: expected 'concurrency <positive number>', got '0'");
+  EXPECT_EQ(profile_refusal("concurrency 1.5\n"),
+            "p:7: concurrency '1.5' is not a whole number of processes");
+  EXPECT_EQ(profile_refusal("concurrency 2000000\n"),
+            "p: concurrency 2000000 is above 1048576 processes");
+}
+
+// Every measured time once, in the shape's order (what ranks combine element by element).
+TEST(PlanTool, ComputeProfileMeasuredTimes) {
+  ComputeProfile p;
+  p.layer_forward_ms = 1, p.layer_backward_ms = 2, p.embedding_ms = 3, p.head_ms = 4;
+  p.optimizer_ns_per_parameter = 5;
+  p.block_forward_ms = {6, 8};
+  p.block_backward_ms = {7, 9};
+  p.more_sizes = {{2, 10, 11, 12, 13}};
+  p.recompute = {{1, 14, 15}, {2, 16, 17}};
+  std::vector<double> values;
+  for (double* t : measured_times(p)) values.push_back(*t);
+  std::vector<double> expected;
+  for (int i = 1; i <= 17; ++i) expected.push_back(i);
+  EXPECT_EQ(values, expected);
+  for (double* t : measured_times(p)) *t *= 2;
+  EXPECT_EQ(p.recompute[1].full_backward_ms, 34);
+  EXPECT_EQ(p.block_backward_ms[0], 14);
+}
+
+// chorus-plan's warning: none without a compute profile or at the profile's concurrency;
+// else a sentence naming both numbers and which way the times are off, in the plan's result
+// and its JSON.
+TEST(PlanTool, ComputeProfileConcurrencyWarning) {
+  const std::string one = write("one.profile", kTinyProfile);
+  const std::string two = write("two.profile", kTinyProfile + "concurrency 2\n");
+  const auto warning = [](const std::string& profile, const std::string& ranks) {
+    std::vector<std::string> words = {"--ranks-per-host", ranks, "--tflops", "1"};
+    if (!profile.empty()) words.insert(words.end(), {"--compute-profile", profile});
+    return compute_concurrency_warning(parse(words).request);
+  };
+  EXPECT_EQ(warning("", "2"), "");
+  EXPECT_EQ(warning(one, "1"), "");
+  EXPECT_EQ(warning(two, "2"), "");
+  EXPECT_EQ(warning(one, "2"),
+            "the compute profile was taken with 1 process computing at once, the plan has 2 "
+            "ranks per host: ranks that share a host's cores compute slower together than "
+            "alone, so its compute times are likely too low (take it with `chorusrun -n 2 "
+            "chorus-train ... --write-compute-profile FILE`)");
+  EXPECT_NE(warning(two, "1").find("taken with 2 processes computing at once, the plan has 1 "
+                                   "rank per host"),
+            std::string::npos);
+  EXPECT_NE(warning(two, "1").find("likely too high"), std::string::npos);
+  const PlanRequest r = parse({"--ranks-per-host", "4", "--compute-profile", two}).request;
+  const PlanResult result = plan(r);
+  EXPECT_EQ(result.warning, compute_concurrency_warning(r));
+  EXPECT_NE(to_json(r, result, 1).find("\"warning\": \"the compute profile was taken with 2"),
+            std::string::npos);
+  EXPECT_NE(to_json(r, plan(parse({"--ranks-per-host", "2", "--compute-profile", two}).request), 1)
+                .find("\"warning\": \"\", "),
+            std::string::npos);
 }
 
 TEST(PlanTool, JsonAndExplanation) {

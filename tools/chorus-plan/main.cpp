@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     const plan::PlanResult result = plan::plan(options.request);
+    if (!result.warning.empty()) std::cerr << "chorus-plan: warning: " << result.warning << "\n";
     const std::size_t limit = options.top_given ? options.top
                               : result.feasible.size() > plan_tool::kDefaultTop
                                   ? plan_tool::kDefaultTop

@@ -180,7 +180,10 @@ Machine (docs/planner.md, "Machine profiles"):
   --tuning FILE          links from a tuning file (chorus-perf --tune, CHORUS_TUNING_FILE)
   --compute-profile FILE measured block, head, embedding and optimizer times at
                          one or more micro-batch sizes (chorus-train
-                         --write-compute-profile), fitted as fixed + per-FLOP time
+                         --write-compute-profile), fitted as fixed + per-FLOP time;
+                         take it with as many processes computing at once as the
+                         plan's ranks per host (ranks sharing a host's cores slow
+                         each other): a warning on stderr when they differ
   --tflops X --efficiency E --precision fp32|bf16      override the profile's
 Output:
   --top N                layouts printed (0: all)  [all, or the best 20 when more]

@@ -555,10 +555,12 @@ std::string pipeline_dry_run(const Options& options) {
   return text + line;
 }
 
-std::string write_gpt_compute_profile(const Options& options) {
-  const plan::ComputeProfile profile = profile_gpt(options, gpt_config(options));
-  write_file(options.write_compute_profile, plan::format_compute_profile(profile));
-  return plan::format_compute_profile(profile);
+std::string write_gpt_compute_profile(const Options& options, Communicator& comm) {
+  const plan::ComputeProfile profile = profile_gpt(options, gpt_config(options), comm);
+  if (comm.rank() != 0) return "";
+  const std::string text = plan::format_compute_profile(profile);
+  write_file(options.write_compute_profile, text);
+  return text;
 }
 
 void run_gpt_training(const Options& options, Communicator& comm) {

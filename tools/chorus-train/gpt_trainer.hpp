@@ -24,8 +24,9 @@ void run_gpt_training(const Options& options, Communicator& comm);
 /// generator or the verifier refuses, or fewer blocks than stages.
 std::string pipeline_dry_run(const Options& options);
 
-/// --write-compute-profile: profiles the model of `options` on this process (profile_gpt),
-/// writes the compute profile and returns its text.
-std::string write_gpt_compute_profile(const Options& options);
+/// --write-compute-profile: profiles the model of `options` on every rank of `comm` at once
+/// (profile_gpt, collective); rank 0 writes the compute profile and returns its text, the
+/// other ranks return "".
+std::string write_gpt_compute_profile(const Options& options, Communicator& comm);
 
 }  // namespace chorus::train_tool

@@ -40,15 +40,15 @@ int main(int argc, char** argv) {
       std::cout << chorus::train_tool::usage_text();
       return 0;
     }
-    if (!options.write_compute_profile.empty()) {
-      std::cout << chorus::train_tool::write_gpt_compute_profile(options);
-      return 0;
-    }
-    if (options.pp_dry_run) {
+    if (options.pp_dry_run && options.write_compute_profile.empty()) {
       std::cout << chorus::train_tool::pipeline_dry_run(options);
       return 0;
     }
     chorus::Communicator comm = connect();
+    if (!options.write_compute_profile.empty()) {  // on every rank at once
+      std::cout << chorus::train_tool::write_gpt_compute_profile(options, comm);
+      return 0;
+    }
     chorus::train_tool::run_training(options, comm);
     return 0;
   } catch (const std::exception& e) {

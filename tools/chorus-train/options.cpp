@@ -411,7 +411,10 @@ GPT (--model gpt; the options above apply to its data-parallel dimension):
                          --micro-batches samples and every power of two below (and
                          the backward under recomputation), and the optimizer's step;
                          write the compute profile chorus-plan reads
-                         (docs/planner.md), and exit
+                         (docs/planner.md), and exit. Under chorusrun -n R every
+                         rank times its own copy at once (ranks sharing a host's
+                         cores slow each other): rank 0 writes the slowest rank's
+                         times, concurrency R. Take it with the plan's ranks per host
   --timeline-svg FILE    with --pp-dry-run the verifier's schedule, else the last
                          step's recorded computations, as an SVG timeline
   --synthetic-compute MS each computation sleeps its cost instead of computing:
