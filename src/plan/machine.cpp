@@ -25,6 +25,11 @@ double Machine::forward_flops_per_second() const {
   return measured ? rate(measured->block_forward) : peak_flops * efficiency;
 }
 
+bool Machine::times_compute() const {
+  if (measured) return measured->block_forward.measured() && measured->block_backward.measured();
+  return peak_flops * efficiency > 0;
+}
+
 double Machine::backward_flops_per_second() const {
   return measured ? rate(measured->block_backward) : peak_flops * efficiency;
 }

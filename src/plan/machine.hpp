@@ -32,6 +32,10 @@ struct Machine {
   /// FLOP/s of a block's forward and backward: measured, the fitted lines' marginal rates.
   double forward_flops_per_second() const;
   double backward_flops_per_second() const;
+  /// Whether compute can be timed at all: a measured model's block lines (a constant line,
+  /// fitted when a profile's larger micro-batches were no slower, has no marginal rate but
+  /// still times every block), else a positive peak × efficiency.
+  bool times_compute() const;
   /// Seconds of `bytes` of element-wise memory traffic: 0 without a memory bandwidth, and 0
   /// with a measured model (a compute profile's times include the element-wise kernels).
   double memory_seconds(double bytes) const;

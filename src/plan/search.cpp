@@ -145,7 +145,7 @@ std::vector<Layout> candidate_layouts(const PlanRequest& r, std::string* why) {
 }
 
 PlanResult plan(const PlanRequest& request) {
-  require_argument(request.machine.forward_flops_per_second() > 0,
+  require_argument(request.machine.times_compute(),
                    "no compute rate: give a machine profile with peak_tflops, a compute profile "
                    "or --tflops");
   PlanResult result;

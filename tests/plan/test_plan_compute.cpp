@@ -166,6 +166,25 @@ TEST(PlanCompute, OneSizeWithoutAVocabularyIsTheOldModel) {
   EXPECT_TRUE(c.embedding.measured());
 }
 
+// A profile of a tiny model whose larger micro-batches timed no slower (noise larger than
+// the work): the block lines are constants without a marginal rate, and the planner still
+// times every layout by them instead of refusing for want of a compute rate.
+TEST(PlanCompute, ConstantBlockLinesStillPlan) {
+  ComputeProfile p = synthetic_profile(Truth{});
+  for (SizeTimes& s : p.more_sizes) {
+    s.layer_forward_ms = 2 * p.layer_forward_ms;
+    s.layer_backward_ms = 2 * p.layer_backward_ms;
+  }
+  const ComputeModel c = fit_compute_model(p, "noisy");
+  EXPECT_EQ(c.block_forward.per_unit, 0);
+  EXPECT_GT(c.block_forward.fixed, 0);
+  PlanRequest r = measured_request(c);
+  r.global_batch = 16;
+  const PlanResult result = plan(r);
+  ASSERT_FALSE(result.feasible.empty()) << result.infeasible;
+  EXPECT_GT(result.feasible.front().compute_seconds, 0);
+}
+
 TEST(PlanCompute, ThePipelinesBoundaryTensorsAreInTheMemory) {
   PlanRequest r;
   r.model = model();
