@@ -59,6 +59,7 @@ ProgressEngine::ProgressEngine(int rank, int size, Topology topology,
   if (wake_fd_ < 0) {
     throw Error(Status::SystemError, std::string("eventfd failed: ") + std::strerror(errno));
   }
+  if (doorbell_.valid()) relay_ = std::make_unique<BellRelay>(doorbell_, wake_fd_);
   if (opener_) opener_->start([this]() noexcept { wake(); });
 }
 
@@ -66,6 +67,7 @@ ProgressEngine::~ProgressEngine() {
   // abort() from another thread may be sending ABORT frames (bounded): let it finish.
   std::lock_guard lock(progress_mutex_);
   opener_.reset();  // its thread wakes this engine: stopped first
+  relay_.reset();   // it sleeps on the doorbell the shm links keep mapped
   peers_.clear();
   ::close(wake_fd_);
 }
@@ -356,7 +358,12 @@ bool ProgressEngine::sleep(Deadline until, bool interruptible) {
                          static_cast<short>(in | (peers_[p]->wants_write() ? POLLOUT : 0)), 0});
     fd_peers.push_back(p);
   }
-  ::poll(fds.data(), fds.size(), doorbell_.valid() ? 1 : timeout);
+  // With shared-memory peers too, the relay sleeps on the doorbell meanwhile and ends the
+  // poll through wake_fd_ when it rings.
+  if (relay_) relay_->watch(sequence);
+  polls_.fetch_add(1, std::memory_order_relaxed);
+  ::poll(fds.data(), fds.size(), timeout);
+  if (relay_) relay_->unwatch();
   if (fds[0].revents & POLLIN) {
     std::uint64_t drained = 0;
     ssize_t ignored = ::read(wake_fd_, &drained, sizeof(drained));

@@ -4,7 +4,8 @@
 // per host, nothing spins forever): progress every channel in a loop; after kSpinTime without any
 // byte moving, sched_yield() a few rounds; then sleep — poll() on the TCP descriptors and the wake
 // eventfd, or the futex doorbell of this rank's shared-memory inbox when every link is shared
-// memory (with both kinds, poll() with a 1 ms cap so shared-memory traffic is seen too). Each sleep
+// memory (with both kinds, poll() while a BellRelay thread sleeps on the doorbell and writes the
+// eventfd when it rings, so shared-memory traffic ends the poll at once). Each sleep
 // ends by the deadline and at least every 50 ms, when every link checks that its peer is still
 // alive. interrupt() writes the eventfd and rings the doorbell, so a sleeper wakes at once.
 //
@@ -24,6 +25,7 @@
 // every reachable peer (best effort, bounded by ~250 ms).
 #pragma once
 
+#include "transport/bell_relay.hpp"
 #include "transport/doorbell.hpp"
 #include "transport/link.hpp"
 #include "transport/link_opener.hpp"
@@ -76,6 +78,10 @@ class ProgressEngine final : public Transport, public Liveness {
   [[noreturn]] void arena_fail(const Error& error) override;
   std::vector<std::optional<Fingerprint>> arena_sightings() override;
   WaitPolicy wait_policy() const override { return wait_policy_; }
+
+  /// poll() calls its sleeps made so far (tests and diagnostics: a rank with links of both
+  /// kinds that waits for a shared-memory message should poll once, not once a millisecond).
+  std::uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
 
  private:
   void check_post(int peer, const void* data, std::size_t bytes) const;
@@ -133,6 +139,10 @@ class ProgressEngine final : public Transport, public Liveness {
   Doorbell doorbell_;
   std::unique_ptr<LinkOpener> opener_;  ///< links opened on first use (null: all given)
   int wake_fd_ = -1;                    ///< eventfd written by abort() and interrupt()
+  /// Ends a poll() when the doorbell rings (null without a doorbell; its thread starts at the
+  /// first poll that has shared-memory peers to hear too). Declared after wake_fd_.
+  std::unique_ptr<BellRelay> relay_;
+  std::atomic<std::uint64_t> polls_{0};
   PendingMap pending_;
   AnySourceRecvs any_;  ///< any-source receives (not in pending_), shared with the channels
   RequestId next_id_ = 1;

@@ -4,10 +4,12 @@
 // fails a wait(). Over both mesh kinds and over the in-process MemoryTransport.
 #include "memory_transport.hpp"
 #include "mesh_harness.hpp"
+#include "transport/progress_engine.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 
 namespace chorus::transport::testing {
 namespace {
@@ -166,6 +168,47 @@ TEST_P(ProgressModes, StallProbesSpanWaitUntilSlices) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, ProgressModes, ::testing::Values(Kind::Tcp, Kind::Shm),
                          [](const auto& info) { return std::string(kind_name(info.param)); });
+
+// A rank with links of both kinds (rank 0: shared memory to rank 1 on its host, TCP to rank 2
+// on another) sleeps in poll() on its TCP descriptors; a shared-memory message rings its
+// doorbell, which its relay turns into a wake of that poll: each wait for a message sent 10 ms
+// late polls about once, not once per millisecond until it is seen.
+TEST(ProgressModesMixed, ASharedMemoryMessageEndsAPollAtOnce) {
+  auto two_hosts = [](int r) { return LocalIdentity{r == 2 ? "host-b" : "host-a", ::getpid()}; };
+  Mesh mesh(3, Kind::Auto, two_hosts);
+  ASSERT_TRUE(mesh.ok());
+  constexpr int kWaits = 10;
+  std::uint64_t polls = 0;
+  run_threads(3, [&](int r) {
+    Transport& t = mesh[r];
+    std::uint64_t word = 0;
+    const Deadline deadline = deadline_after(20s);
+    if (r != 1) {  // the TCP link between ranks 0 and 2, opened by first use
+      const int peer = 2 - r;
+      RequestId ids[2] = {t.post_send(peer, &word, sizeof word, allreduce_stamp(0)),
+                          t.post_recv(peer, &word, sizeof word, allreduce_stamp(0))};
+      t.wait(ids, deadline);
+    }
+    if (r == 2) return;
+    auto* engine = dynamic_cast<ProgressEngine*>(&t);
+    ASSERT_NE(engine, nullptr);
+    const std::uint64_t before = engine->polls();
+    for (std::uint64_t i = 1; i <= kWaits; ++i) {
+      if (r == 1) {
+        std::this_thread::sleep_for(10ms);
+        RequestId id = t.post_send(0, &i, sizeof i, allreduce_stamp(i));
+        t.wait({&id, 1}, deadline);
+      } else {
+        RequestId id = t.post_recv(1, &word, sizeof word, allreduce_stamp(i));
+        t.wait({&id, 1}, deadline);
+        EXPECT_EQ(word, i);
+      }
+    }
+    if (r == 0) polls = engine->polls() - before;
+  });
+  // Without the relay each wait polled until a 1 ms timeout found the message: about 10 each.
+  EXPECT_LE(polls, 3u * kWaits) << polls << " polls in " << kWaits << " waits";
+}
 
 TEST(MemoryTransportModes, TestWaitUntilAndInterrupt) {
   chorus::testing::MemoryFabric fabric(2);
