@@ -73,9 +73,13 @@ struct Context {
   /// per-call liveness pass by it); the epoch: not known (the arena reads the clock).
   Clock::time_point started{};
   std::size_t chunk_bytes = 0;  ///< pipelined algorithms: bytes per chunk (0: their own default)
+  /// transport.rank() and transport.size(), asked once (a virtual call each) rather than at
+  /// every use.
+  int transport_rank = transport.rank();
+  int transport_size = transport.size();
 
-  int rank() const { return transport.rank(); }
-  int size() const { return transport.size(); }
+  int rank() const { return transport_rank; }
+  int size() const { return transport_size; }
   /// What this context offers, as Needs bits.
   Needs provides() const;
   /// This context on `other` (a view of some of the ranks): same deadline, no arena.

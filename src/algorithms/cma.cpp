@@ -1,6 +1,7 @@
 // CmaCall: the cards, the agreement on availability and the reads (cma.hpp).
 #include "algorithms/cma.hpp"
 
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 #include "core/log.hpp"

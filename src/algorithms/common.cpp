@@ -14,12 +14,6 @@
 
 namespace chorus::algorithms {
 
-void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype,
-                   CopyFunction copy) {
-  if (count == 0 || dst == src) return;
-  copy(dst, src, bytes_of(count, dtype));
-}
-
 void rotate_blocks(void* dst, const void* src, int first, int nblocks, std::size_t count,
                    DataType dtype) {
   const auto head = static_cast<std::size_t>(first) * count;
@@ -165,21 +159,7 @@ void copy_alltoallv_self_block(const Call& args, int rank, const void* source) {
   }
 }
 
-std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
-                                    const transport::HostArena& arena) {
-  constexpr std::size_t kMinBytes = 512 * 1024;
-  constexpr std::size_t kRounds = 8;
-  const std::size_t round_bytes = arena.round_bytes();
-  const std::size_t whole = bytes_of(count, dtype);
-  // One round holds the whole message (every small call): no division.
-  if (whole <= std::min(round_bytes, kMinBytes)) return std::max<std::size_t>(1, count);
-  const std::size_t bytes = arena.cores_shared()
-                                ? round_bytes
-                                : std::min(round_bytes, std::max(kMinBytes, whole / kRounds));
-  return std::max<std::size_t>(1, bytes / dtype_size(dtype));
-}
-
-bool finish_trivial_call(const Call& args, const Context& ctx) {
+bool finish_empty_or_single_rank_call(const Call& args, const Context& ctx) {
   bool single = ctx.size() == 1;
   switch (args.collective) {
     case Collective::Barrier:

@@ -23,18 +23,15 @@ inline const std::byte* element_at(const void* base, std::size_t index, DataType
   return static_cast<const std::byte*>(base) + bytes_of(index, dtype);
 }
 
-/// Elements per arena round for a rooted collective: an eighth of the `count` elements (at
-/// least 512 KiB, at most a round), so that the side that writes a round and the side that
-/// reads it out work at the same time instead of one after the other. Whole rounds when
-/// ranks share cores (transport::HostArena::cores_shared): the other side is then often
-/// not running, and each extra round can cost a scheduler slice. `count` (at least 1) when
-/// one round holds the whole message.
-std::size_t arena_pipeline_elements(std::size_t count, DataType dtype,
-                                    const transport::HostArena& arena);
-
-/// Copies `count` elements; nothing when the buffers coincide (in place) or count is 0.
+/// Copies `count` elements with `copy` (a CopyFunction, or stream_copy.hpp's ArenaCopy);
+/// nothing when the buffers coincide (in place) or count is 0. Inline: with copy_bytes, a
+/// small copy is a few moves.
+template <typename Copy = CopyFunction>
 void copy_elements(void* dst, const void* src, std::size_t count, DataType dtype,
-                   CopyFunction copy = copy_bytes);
+                   Copy copy = copy_bytes) {
+  if (count == 0 || dst == src) return;
+  copy(dst, src, bytes_of(count, dtype));
+}
 
 /// Copies `nblocks` blocks of `count` elements rotated left by `first`:
 /// dst holds src blocks first..nblocks-1, then 0..first-1. Used to move
@@ -99,8 +96,16 @@ const void* alltoallv_input(const Call& args, Scratch* snapshot);
 
 /// Completes the calls that need no algorithm: a count of 0 (nothing is sent;
 /// barrier and all-to-all-v do not count as empty) and a single rank (copies
-/// send to recv where the collective moves data). True when the call is done.
-bool finish_trivial_call(const Call& args, const Context& ctx);
+/// send to recv where the collective moves data). True when the call is done. Inline: a call
+/// that moves data between ranks, the common case, only reads its count and collective.
+bool finish_empty_or_single_rank_call(const Call& args, const Context& ctx);
+inline bool finish_trivial_call(const Call& args, const Context& ctx) {
+  if (args.count != 0 && args.collective != Collective::Barrier &&
+      args.collective != Collective::AllToAllV && ctx.size() > 1) {
+    return false;
+  }
+  return finish_empty_or_single_rank_call(args, ctx);
+}
 
 /// Whether `rank` receives the call's result (a reduce: only its root).
 inline bool receives_result(const Call& args, int rank) {

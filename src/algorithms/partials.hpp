@@ -57,7 +57,7 @@ class Operands {
 
  private:
   const void** data() { return heap_.empty() ? inline_.data() : heap_.data(); }
-  std::array<const void*, kInline> inline_{};
+  std::array<const void*, kInline> inline_;  ///< [0, size_) written: no zeroing per call
   std::vector<const void*> heap_;
   std::size_t size_ = 0;
 };

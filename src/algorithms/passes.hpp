@@ -1,8 +1,8 @@
 // What algorithms share besides their rows: the passes several algorithms are built from
-// (ring and recursive-halving reduce-scatter, ring and recursive-doubling all-gather), the
-// start of every call in the host arena, and the shape conditions of some rows. An
-// algorithm built from whole other algorithms (reduce + broadcast, the hierarchical phases)
-// runs their rows (algorithm.hpp's rows::).
+// (ring and recursive-halving reduce-scatter, ring and recursive-doubling all-gather) and
+// the shape conditions of some rows (the start of every arena call is in arena_call.hpp).
+// An algorithm built from whole other algorithms (reduce + broadcast, the hierarchical
+// phases) runs their rows (algorithm.hpp's rows::).
 //
 // Every function here implements Call as algorithm.hpp and DESIGN.md define it and throws
 // chorus::Error from the transport or the arena.
@@ -13,14 +13,7 @@
 
 #include <cstddef>
 
-namespace chorus::transport {
-class HostArena;
-}
-
 namespace chorus::algorithms {
-
-/// The context's host arena with the call begun (fingerprint published).
-transport::HostArena& begin_arena_call(const Call& args, const Context& ctx);
 
 // cma (cma.hpp) and shm_window (window.hpp) algorithms hand a call they cannot serve after
 // all to their shm_direct counterpart (hand_over, common.hpp); their run functions are

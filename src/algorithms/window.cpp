@@ -1,6 +1,7 @@
 // WindowCall: the cards and the agreement; see window.hpp.
 #include "algorithms/window.hpp"
 
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
 #include "algorithms/passes.hpp"

@@ -46,9 +46,19 @@ struct CallPlan {
   Fingerprint fingerprint;  ///< the call's, with seq 0
   PlannedRun run;
 
-  bool planned_for(const algorithms::Call& call) const {
-    return used && count == call.count && collective == call.collective && dtype == call.dtype &&
-           op == call.op && root == call.root;
+  /// The shape but the count in one word (its root, collective, dtype and op).
+  static std::uint64_t key_of(Collective collective, DataType dtype, ReduceOp op, int root) {
+    return std::uint64_t{static_cast<std::uint32_t>(root)} << 32 |
+           std::uint64_t{static_cast<std::uint8_t>(collective)} << 16 |
+           std::uint64_t{static_cast<std::uint8_t>(dtype)} << 8 | static_cast<std::uint8_t>(op);
+  }
+  static std::uint64_t key_of(const algorithms::Call& call) {
+    return key_of(call.collective, call.dtype, call.op, call.root);
+  }
+  /// What PlanTable::find compares with key_of(call): key_of(this plan's shape) when used,
+  /// else a word no shape packs to (collectives are below 256).
+  std::uint64_t key() const {
+    return used ? key_of(collective, dtype, op, root) : ~std::uint64_t{0};
   }
   /// Whether `call` (of this shape) passes the checks the plan stands for.
   bool buffers_pass(const algorithms::Call& call) const {
@@ -60,12 +70,19 @@ struct CallPlan {
 class PlanTable {
  public:
   /// The plan of `call`'s shape, or nullptr.
+  /// Two compares: the count and the rest of the shape packed in one word (CallPlan::key).
   const CallPlan* find(const algorithms::Call& call) const {
-    const CallPlan& plan = entries_[index(call.count, call.collective)];
-    return plan.planned_for(call) ? &plan : nullptr;
+    const std::size_t i = index(call.count, call.collective);
+    const bool hit = counts_[i] == call.count && keys_[i] == CallPlan::key_of(call);
+    return hit ? &entries_[i] : nullptr;
   }
   /// Keeps `plan` (replacing the plan of another shape in its entry).
-  void keep(const CallPlan& plan) { entries_[index(plan.count, plan.collective)] = plan; }
+  void keep(const CallPlan& plan) {
+    const std::size_t i = index(plan.count, plan.collective);
+    entries_[i] = plan;
+    counts_[i] = plan.count;
+    keys_[i] = plan.key();
+  }
 
   /// Whether a blocking call of this kind is planned: every collective but all-to-all-v
   /// (per-rank counts) and barrier (its fingerprint carries the roots digest), when it
@@ -83,6 +100,14 @@ class PlanTable {
     return ((count * 16 + static_cast<std::size_t>(collective)) * 0x9E3779B97F4A7C15ull) >> 58;
   }
   std::array<CallPlan, kEntries> entries_{};
+  // Each entry's count and key beside it, in lines of their own: find reads two words.
+  std::array<std::size_t, kEntries> counts_{};
+  std::array<std::uint64_t, kEntries> keys_ = unused_keys();
+  static std::array<std::uint64_t, kEntries> unused_keys() {
+    std::array<std::uint64_t, kEntries> keys;
+    keys.fill(CallPlan{}.key());
+    return keys;
+  }
 };
 
 }  // namespace chorus::detail

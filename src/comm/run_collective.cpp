@@ -90,12 +90,14 @@ void run_barrier_after_rooted_calls(CommState& comm, const algorithms::Call& cal
 }
 
 algorithms::Context context_for(CommState& comm, Clock::time_point started) {
-  algorithms::Context context{*comm.transport};
-  context.arena = comm.arena.get();
-  context.cross_memory = comm.config.cma;
-  context.started = started;
-  context.deadline = started + comm.config.timeout;
-  return context;
+  return algorithms::Context{.transport = *comm.transport,
+                             .arena = comm.arena.get(),
+                             .cross_memory = comm.config.cma,
+                             .deadline = started + comm.config.timeout,
+                             .started = started,
+                             .chunk_bytes = 0,
+                             .transport_rank = comm.rank,
+                             .transport_size = comm.size};
 }
 
 /// Avg becomes Sum with `average` set (algorithms never see Avg); true when it did.

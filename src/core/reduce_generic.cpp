@@ -3,55 +3,18 @@
 // a block at a time, reduced, and rounded back to nearest even once.
 #include "core/half.hpp"
 #include "core/reduce_kernels.hpp"
+#include "core/reduce_small.hpp"
 
 #include <chorus/error.hpp>
 
 #include <cstdint>
-#include <type_traits>
 
 namespace chorus {
 namespace {
 
-// Integer sum and product wrap like unsigned arithmetic (no signed overflow UB).
-template <typename T>
-T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  } else {
-    return a + b;
-  }
-}
-
-template <typename T>
-T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
-
-template <typename T, typename F>
-void apply(T* dst, const T* a, const T* b, std::size_t n, F f) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i]);
-}
-
 template <typename T>
 void reduce_typed(T* dst, const T* a, const T* b, std::size_t n, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return apply(dst, a, b, n, [](T x, T y) { return wrap_add(x, y); });
-    case ReduceOp::Prod:
-      return apply(dst, a, b, n, [](T x, T y) { return wrap_mul(x, y); });
-    case ReduceOp::Max:
-      return apply(dst, a, b, n, [](T x, T y) { return x < y ? y : x; });
-    case ReduceOp::Min:
-      return apply(dst, a, b, n, [](T x, T y) { return y < x ? y : x; });
-    case ReduceOp::Avg:
-      break;
-  }
+  if (reduce_ops::apply_op(dst, a, b, n, op)) return;
   throw Error(Status::InternalError, "reduce kernel called with avg; callers lower it to sum");
 }
 

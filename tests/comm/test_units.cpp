@@ -177,6 +177,24 @@ TEST(CallPlans, ServeTheirShapeAndKnowTheBuffersARankNeeds) {
   other = call;
   other.count = 5;
   EXPECT_EQ(table.find(other), nullptr);
+  // A plan kept unused (no algorithm accepted its shape) serves nothing; every field of the
+  // shape tells plans apart, whatever the packing.
+  CallPlan unused = plan;
+  unused.used = false;
+  table.keep(unused);
+  EXPECT_EQ(table.find(call), nullptr);
+  table.keep(plan);
+  for (int root : {-1, 0, 1 << 30}) {
+    other = call;
+    other.root = root;
+    CallPlan rooted = plan;
+    rooted.root = root;
+    table.keep(rooted);
+    EXPECT_NE(table.find(other), nullptr) << root;
+    EXPECT_EQ(table.find(call), nullptr) << root;
+    other.collective = Collective::Gather;
+    EXPECT_EQ(table.find(other), nullptr) << root;
+  }
   EXPECT_FALSE(PlanTable::plannable(args(Collective::Reduce, x, x, 0)));
   EXPECT_FALSE(PlanTable::plannable(args(Collective::AllToAllV, x, x, 1)));
   EXPECT_FALSE(PlanTable::plannable(args(Collective::Barrier, x, x, 1)));

@@ -3,6 +3,7 @@
 // other rank's chunk out as soon as that rank's flag says it is there, in the order
 // the ranks get there (HostArena::for_each_ready). In place
 // (send = block r of recv) the own copy is skipped.
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 #include "core/copy.hpp"

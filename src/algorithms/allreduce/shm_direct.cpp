@@ -21,6 +21,7 @@
 // keeps the result: the others post and leave the copy-out (and, for one
 // round, the reduction) to it.
 #include "algorithms/allreduce/shm_direct.hpp"
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
 #include "algorithms/passes.hpp"

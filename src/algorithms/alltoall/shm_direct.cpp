@@ -9,6 +9,7 @@
 //
 // Each byte for a peer is copied twice (in, out), the own block once. The copies
 // stream (stream_copy.hpp) once the call moves kStreamFromBytes in all.
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/stream_copy.hpp"

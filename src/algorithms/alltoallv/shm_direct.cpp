@@ -28,6 +28,7 @@
 // all, as in all-to-all); copies out of it when what it receives does. Each rank
 // decides alone: the choice changes how its own stores reach memory, not what
 // any peer sees.
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/stream_copy.hpp"
@@ -193,8 +194,8 @@ class Exchange {
   const int n_;
   const int r_;
   const RoundPlan plan_;
-  const CopyFunction copy_in_;
-  const CopyFunction copy_out_;
+  const ArenaCopy copy_in_;
+  const ArenaCopy copy_out_;
 };
 
 void run(const Call& args, const Context& ctx) {

@@ -1,7 +1,7 @@
 // Barrier in the host arena: one round without data. Every rank posts the
 // round's flag and waits until every other rank has posted it, so no rank
-// leaves before all have arrived. Also home of the helpers every shm_direct
-// algorithm shares.
+// leaves before all have arrived. Also home of arena_call.hpp's failure.
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 #include "core/copy.hpp"
@@ -9,13 +9,8 @@
 
 namespace chorus::algorithms {
 
-transport::HostArena& begin_arena_call(const Call& args, const Context& ctx) {
-  transport::HostArena* arena = ctx.arena;
-  if (!arena) throw Error(Status::InternalError, "an arena algorithm ran without a host arena");
-  // Calls that did not come through a communicator (tests, nested calls) carry no start.
-  const auto started = ctx.started == Clock::time_point{} ? Clock::now() : ctx.started;
-  arena->begin_call(args.fingerprint, started);
-  return *arena;
+void fail_without_arena() {
+  throw Error(Status::InternalError, "an arena algorithm ran without a host arena");
 }
 
 namespace {

@@ -6,6 +6,7 @@
 // out, after checking that the root's record of the round names this call. The
 // root waits for nobody except, in begin_round, for every rank to have left the
 // round that last used its buffer and round record (host_arena.hpp).
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/stream_copy.hpp"
@@ -25,7 +26,7 @@ void run(const Call& args, const Context& ctx) {
   const bool root = arena.rank() == args.root;
   const std::size_t chunk = arena_pipeline_elements(args.count, args.dtype, arena);
   // The outputs stream once they outgrow the cache (stream_copy.hpp).
-  const CopyFunction out =
+  const ArenaCopy out =
       arena_copy(bytes_of(args.count, args.dtype) * arena.size() >= kRootedStreamFromBytes);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);

@@ -3,6 +3,7 @@
 // chunk into place as soon as that rank's flag says it is there, in the order the
 // ranks get there (its own block
 // straight from send, nothing in place).
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 #include "core/copy.hpp"

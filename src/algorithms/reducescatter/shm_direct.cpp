@@ -8,6 +8,7 @@
 // (host_arena.hpp). In place, the output overlaps only input block r's piece,
 // which was copied into the arena first. Half types travel as half types and are summed
 // from all n pieces in fp32 and rounded once (algorithms/partials.hpp).
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/partials.hpp"
 #include "algorithms/passes.hpp"

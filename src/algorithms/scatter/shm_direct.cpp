@@ -2,6 +2,7 @@
 // elements at `offset` of block j) of every block into its round buffer and
 // posts 2g; rank j waits for that flag and copies piece j out. The root's own
 // block goes straight from send to recv (nothing in place).
+#include "algorithms/arena_call.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/stream_copy.hpp"
@@ -23,8 +24,7 @@ void run(const Call& args, const Context& ctx) {
   const bool root = r == args.root;
   const std::size_t chunk = arena.round_bytes() / (dtype_size(args.dtype) * n);
   // Every copy streams once the outputs outgrow the cache (stream_copy.hpp).
-  const CopyFunction copy =
-      arena_copy(bytes_of(args.count, args.dtype) * n >= kRootedStreamFromBytes);
+  const ArenaCopy copy = arena_copy(bytes_of(args.count, args.dtype) * n >= kRootedStreamFromBytes);
   for (std::size_t offset = 0; offset < args.count; offset += chunk) {
     const std::size_t c = std::min(chunk, args.count - offset);
     const std::size_t piece = bytes_of(c, args.dtype);

@@ -133,57 +133,9 @@ HostArena::HostArena(std::shared_ptr<Segment> segment, int rank, int size, std::
   lines_ = reinterpret_cast<FlagLine*>(base);
 }
 
-std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
-  const std::uint64_t g = round_ + 1;
-  const bool small = bytes <= lane_bytes_;
-  // The round whose reading must be over everywhere: the last user of g's buffer.
-  const std::uint64_t lanes = static_cast<std::uint64_t>(kLanes);
-  const std::uint64_t done = small ? (g >= lanes ? g - lanes + 1 : 0) : g - 1;
-  for (int r = 0; r < size_ && g >= 2; ++r) {
-    if (r == rank_) continue;
-    if (done >= 1 && !reached(r, 2 * done)) wait_slow(r, 2 * done, deadline);
-    // r's record of round g - 1 (this rank's last) stays until r begins round
-    // g - 1 + kLanes, which needs this rank's flag of round g: check it when r is there.
-    // (Every round, even when this rank runs ahead of r and so reads r's lines for this
-    // alone: two ranks that both only write, such as two ranks that each think they are
-    // a scatter's root, meet no other check before a later wait, by when the record of
-    // the round they disagree on may be gone.)
-    if (checked_[static_cast<std::size_t>(r)] != g - 1 && reached(r, 2 * (g - 1))) {
-      check_round_of(r, g - 1);
-    }
-  }
-  round_ = g;
-  round_calls_[g % kLanes] = call_;
-  round_shapes_[g % kLanes] = call_shape_;
-  small_rounds_[g % kLanes] = small;
-  tiny_rounds_[g % kLanes] = bytes <= kInlineBytes;
-  publish_round();
-  return g;
-}
-
-/// Seqlock write of this rank's record of round_: the tag goes to 0 first, so a
-/// reader that loads any new field (acquire, synchronizing with its release
-/// store) then sees the tag 0 or later, never the old round number. The record
-/// is reused only after every rank left round_ - kLanes (begin_round), so in
-/// practice nobody reads it now; the tag makes a violation an error, not a wrong check.
-void HostArena::publish_round() {
-  RoundRecord& record = line(rank_).rounds[round_ % kLanes].record;
-  record.round.store(0, std::memory_order_relaxed);
-  record.seq.store(call_.seq, std::memory_order_release);
-  record.count.store(call_.count, std::memory_order_release);
-  record.shape.store(call_shape_, std::memory_order_release);
-  record.round.store(round_, std::memory_order_release);
-}
-
 void HostArena::call_check(const Fingerprint& call, Clock::time_point now) {
   next_call_check_ = now + check_period_;
   watcher_->arena_check(call, /*send_probe=*/false);
-}
-
-void HostArena::wait_all(std::uint64_t value, Deadline deadline) {
-  for (int r = 0; r < size_; ++r) {
-    if (r != rank_) wait_for(r, value, deadline);
-  }
 }
 
 bool HostArena::ready(int r, std::uint64_t value) {
@@ -192,31 +144,15 @@ bool HostArena::ready(int r, std::uint64_t value) {
   return true;
 }
 
-/// Rank r posted a flag of round `round` (this rank's current or previous one), so
-/// its record of that round is complete: r stored it (release) before that flag
-/// (seq_cst), which this rank loaded with acquire. Seqlock read (publish_round):
-/// the fields are one record when the tag reads `round` before and after them.
-void HostArena::check_round_of(int r, std::uint64_t round) {
-  RoundRecord& record = line(r).rounds[round % kLanes].record;
-  const std::uint64_t before = record.round.load(std::memory_order_acquire);
-  const std::uint64_t seq = record.seq.load(std::memory_order_acquire);
-  const std::uint64_t count = record.count.load(std::memory_order_acquire);
-  const std::uint64_t shape = record.shape.load(std::memory_order_acquire);
-  const std::uint64_t after = record.round.load(std::memory_order_relaxed);
-  if (before != round || after != round) {
+void HostArena::fail_round_check(int r, std::uint64_t round, const RecordRead& read) {
+  if (read.before != round || read.after != round) {
     fail(Error(Status::InternalError, "host arena: rank " + std::to_string(r) +
                                           " rewrote its record of round " + std::to_string(round) +
                                           " while rank " + std::to_string(rank_) + " read it (" +
                                           describe(call_) + ")"));
   }
-  // The packed fields compared: arena calls are collectives, whose fingerprints match
-  // when every field does (fingerprints_match).
   const Fingerprint& mine = round_calls_[round % kLanes];
-  if (seq == mine.seq && count == mine.count && shape == round_shapes_[round % kLanes]) {
-    checked_[static_cast<std::size_t>(r)] = round;
-    return;
-  }
-  const Fingerprint theirs = unpack(seq, count, shape);
+  const Fingerprint theirs = unpack(read.seq, read.count, read.shape);
   fail(Error(Status::Mismatch, "rank " + std::to_string(rank_) + " is in " + describe(mine) +
                                    " but rank " + std::to_string(r) + " is in " +
                                    describe(theirs)));

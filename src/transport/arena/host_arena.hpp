@@ -212,7 +212,15 @@ class HostArena {
   Doorbell posted_bell(int r) const { return Doorbell(bells_ + 1 + r); }
   bool reached(int r, std::uint64_t value);
   void publish_round();
+  /// Checks rank r's record of `round` against this rank's (inline; failures out of line).
   void check_round_of(int r, std::uint64_t round);
+  /// What check_round_of read of a record: its tag before and after the fields, and them.
+  struct RecordRead {
+    std::uint64_t before, seq, count, shape, after;
+  };
+  /// check_round_of's failure: a record rewritten while read (InternalError), or another
+  /// call's (Mismatch).
+  [[noreturn, gnu::cold]] void fail_round_check(int r, std::uint64_t round, const RecordRead& read);
   [[noreturn]] void fail(const Error& error);
   void wait_slow(int r, std::uint64_t value, Deadline deadline);
   /// Waits until some rank of `ranks` has a flag of at least `value` (records unchecked).
@@ -257,7 +265,7 @@ class HostArena {
   std::vector<std::uint64_t> checked_;       ///< per rank: the last round whose record matched
 };
 
-// Inline: every round of every arena call runs these.
+// Inline: every round of every arena call runs these (their waits and failures out of line).
 inline FlagLine& HostArena::line(int r) const { return lines_[r]; }
 
 /// Flags only grow, so a value seen once stays a lower bound: a peer's line is
@@ -286,8 +294,84 @@ inline std::byte* HostArena::buffer(int r, std::uint64_t round) const {
   return slot + half_bytes_ * (round % 2);
 }
 
+inline std::uint64_t HostArena::begin_round(Deadline deadline, std::size_t bytes) {
+  const std::uint64_t g = round_ + 1;
+  const bool small = bytes <= lane_bytes_;
+  // The round whose reading must be over everywhere: the last user of g's buffer.
+  const std::uint64_t lanes = static_cast<std::uint64_t>(kLanes);
+  const std::uint64_t done = small ? (g >= lanes ? g - lanes + 1 : 0) : g - 1;
+  for (int r = 0; r < size_ && g >= 2; ++r) {
+    if (r == rank_) continue;
+    if (done >= 1 && !reached(r, 2 * done)) wait_slow(r, 2 * done, deadline);
+    // r's record of round g - 1 (this rank's last) stays until r begins round
+    // g - 1 + kLanes, which needs this rank's flag of round g: check it when r is there.
+    // (Every round, even when this rank runs ahead of r and so reads r's lines for this
+    // alone: two ranks that both only write, such as two ranks that each think they are
+    // a scatter's root, meet no other check before a later wait, by when the record of
+    // the round they disagree on may be gone.)
+    if (checked_[static_cast<std::size_t>(r)] != g - 1 && reached(r, 2 * (g - 1))) {
+      check_round_of(r, g - 1);
+    }
+  }
+  round_ = g;
+  round_calls_[g % kLanes] = call_;
+  round_shapes_[g % kLanes] = call_shape_;
+  small_rounds_[g % kLanes] = small;
+  tiny_rounds_[g % kLanes] = bytes <= kInlineBytes;
+  publish_round();
+  return g;
+}
+
+/// Seqlock write of this rank's record of round_: the tag goes to 0 first, so a
+/// reader that loads any new field (acquire, synchronizing with its release
+/// store) then sees the tag 0 or later, never the old round number. The record
+/// is reused only after every rank left round_ - kLanes (begin_round), so in
+/// practice nobody reads it now; the tag makes a violation an error, not a wrong check.
+inline void HostArena::publish_round() {
+  RoundRecord& record = line(rank_).rounds[round_ % kLanes].record;
+  record.round.store(0, std::memory_order_relaxed);
+  record.seq.store(call_.seq, std::memory_order_release);
+  record.count.store(call_.count, std::memory_order_release);
+  record.shape.store(call_shape_, std::memory_order_release);
+  record.round.store(round_, std::memory_order_release);
+}
+
+/// Rank r posted a flag of round `round` (this rank's current or previous one), so
+/// its record of that round is complete: r stored it (release) before that flag
+/// (seq_cst), which this rank loaded with acquire. Seqlock read (publish_round):
+/// the fields are one record when the tag reads `round` before and after them.
+/// The packed fields are compared: arena calls are collectives, whose fingerprints match
+/// when every field does (fingerprints_match).
+inline void HostArena::check_round_of(int r, std::uint64_t round) {
+  RoundRecord& record = line(r).rounds[round % kLanes].record;
+  RecordRead read;
+  read.before = record.round.load(std::memory_order_acquire);
+  read.seq = record.seq.load(std::memory_order_acquire);
+  read.count = record.count.load(std::memory_order_acquire);
+  read.shape = record.shape.load(std::memory_order_acquire);
+  read.after = record.round.load(std::memory_order_relaxed);
+  const Fingerprint& mine = round_calls_[round % kLanes];
+  if (read.before != round || read.after != round || read.seq != mine.seq ||
+      read.count != mine.count || read.shape != round_shapes_[round % kLanes]) {
+    fail_round_check(r, round, read);
+  }
+  checked_[static_cast<std::size_t>(r)] = round;
+}
+
+inline void HostArena::wait_all(std::uint64_t value, Deadline deadline) {
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) wait_for(r, value, deadline);
+  }
+}
+
 template <typename Take>
 void HostArena::for_each_ready(std::uint64_t value, Deadline deadline, Take&& take) {
+  if (size_ == 2) {  // one other rank: nothing to take in another order
+    const int other = 1 - rank_;
+    wait_for(other, value, deadline);
+    take(other);
+    return;
+  }
   thread_local std::vector<int> pending;
   pending.clear();
   for (int step = 1; step < size_; ++step) pending.push_back((rank_ + step) % size_);
