@@ -1,5 +1,5 @@
-// What the training loops of chorus-train (trainer.cpp, gpt_trainer.cpp) share: rank 0's
-// output, the run's recorded settings and the checkpointed position of its sampler. No torch.
+// What the training loops of chorus-train (trainer.cpp, the GPT's gpt_steps.cpp) share: rank
+// 0's output, the run's recorded settings and the checkpointed position of its sampler. No torch.
 #pragma once
 
 #include "options.hpp"

@@ -270,10 +270,13 @@ class Trainer {
 
   /// With --resume: the checkpoint's state when there is one that fits this run (refused with
   /// a sentence naming what differs, on every rank, before any step), else a fresh start.
+  /// ZeRO-1/2's load writes the parameters and the shards; ZeRO-3's the shards, whose half
+  /// blocks (mixed precision) are then rounded from them.
   void restore() {
     if (!options_.resume) return;
     auto state = train::resume_sharded_checkpoint(options_.checkpoint, *task_->module(), state_,
                                                   run_config(), comm_);
+    if (state && zero3_) zero3_->refresh_from_shards();
     step_ = resume_position(state, options_.checkpoint, sampler_, comm_.size(), comm_);
   }
 

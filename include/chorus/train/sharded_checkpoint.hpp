@@ -64,7 +64,8 @@ struct FlatSpan {
 struct ShardedState {
   /// Every trained parameter (every rank lists all) as the piece of its local tensor (placements:
   /// e.g. a tp shard; empty for a whole tensor). `data` is the local tensor when the rank holds it
-  /// whole (DDP, ZeRO-1/2: a load fills it whole), undefined when the rank holds only its spans.
+  /// whole (DDP, ZeRO-1/2: a load fills it whole, and the holders' ranges of it), undefined when
+  /// the rank holds only its spans.
   std::vector<TensorPiece> parameters;
   torch::optim::Optimizer* optimizer = nullptr;  ///< built over `holders`
   std::vector<at::Tensor> holders;               ///< contiguous tensors
@@ -91,13 +92,17 @@ CHORUS_EXPORT ShardedState replicated_state(torch::optim::Optimizer& optimizer,
 
 /// ZeRO-1/2's state: `parameters` name the tensors `zero` trains (matched by identity, any
 /// order; pieces naming other tensors are saved by the module functions below as whole
-/// tensors); spans from the reducer's bucket layouts, holders the parameter shards.
+/// tensors); spans from the reducer's bucket layouts, holders the parameter shards (with mixed
+/// precision the fp32 masters, whose values are saved). A load fills every rank's parameters
+/// whole (rounded to the compute type) and its shards: no refresh_from_shards() is needed.
 /// InvalidArgument naming the index of a trained parameter none of `parameters` is.
 CHORUS_EXPORT ShardedState zero_state(ZeroOptimizer& zero, std::vector<TensorPiece> parameters);
 
 /// ZeRO-3's state: as zero_state with Zero3's unit shards; the parameters' data is left
 /// undefined (the rank holds only its spans; a load fills the shards, which the next forward
-/// gathers). Load between steps (after finish_step and step), not while a unit is gathered.
+/// gathers; with mixed precision zero.refresh_from_shards() must first round the loaded fp32
+/// masters into the half blocks the gathers send). Load between steps (after finish_step and
+/// step), not while a unit is gathered.
 CHORUS_EXPORT ShardedState zero3_state(Zero3& zero, std::vector<TensorPiece> parameters);
 
 /// ZeRO-3's state of the GPT model `zero` was built over (gpt_units(model)), in the GPT

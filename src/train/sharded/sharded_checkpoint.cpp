@@ -144,7 +144,21 @@ std::vector<std::optional<detail::SlotValues>> assemble_slots(const std::string&
   return out;
 }
 
+/// The loaded values of span `i`: its own target's, or its range of its parameter's whole one.
+at::Tensor span_values(const StateLoad& load, const ShardedState& s, std::size_t i) {
+  if (load.values[i] >= 0) {
+    return load.targets[static_cast<std::size_t>(load.values[i])].data.reshape(-1);
+  }
+  const FlatSpan& span = s.spans[i];
+  const std::ptrdiff_t whole = load.whole[span.parameter];
+  return load.targets[static_cast<std::size_t>(whole)].data.reshape(-1).narrow(
+      0, span.parameter_offset, span.length);
+}
+
 /// Writes the loaded parameters and optimizer state into `s` (nothing here can be refused).
+/// Every holder range gets its span's values, also where the parameter was loaded whole: a
+/// holder that is not the parameter's own memory (mixed precision's fp32 masters beside the
+/// half parameters) would otherwise keep its old values.
 void assign(const StateLoad& load, ShardedState& s,
             const std::vector<std::optional<detail::SlotValues>>& slots) {
   for (std::size_t k = 0; k < s.parameters.size(); ++k) {
@@ -154,9 +168,8 @@ void assign(const StateLoad& load, ShardedState& s,
     }
   }
   for (std::size_t i = 0; i < s.spans.size(); ++i) {
-    if (load.values[i] < 0) continue;
     detail::holder_range(s, s.spans[i], s.holders[s.spans[i].holder].detach())
-        .copy_(load.targets[static_cast<std::size_t>(load.values[i])].data.reshape(-1));
+        .copy_(span_values(load, s, i));
   }
   for (std::size_t h = 0; h < s.holders.size(); ++h) {
     detail::write_slots(*s.optimizer, load.kind, s.holders[h], slots[h]);

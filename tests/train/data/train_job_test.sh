@@ -24,7 +24,9 @@
 # a run without ZeRO and the other way round. zeromixed: --mixed-precision bf16|fp16 under
 # --zero 1|2|3 follows DDP's losses within 3e-2 (the GPT: bf16 under --zero 1 and 3, its fp32
 # losses), its checkpoint resumes without it, and it is refused without --zero, with the GPT in
-# fp16 and with --pp.
+# fp16 and with --pp. zeromixedresume: --mixed-precision bf16 under --zero 1, 2 and 3 (the MLP
+# and the GPT) at 2 ranks saved at step 3 and resumed prints the uninterrupted run's losses
+# and ends with its checkpoint (every parameter and optimizer piece).
 set -euo pipefail
 run="$1"
 train="$2"
@@ -74,6 +76,28 @@ gpt_zero3_resume() {
       fail "$kind.ck was not resumed by the other kind of run"
     same_losses "$work/gptfull_after_3" "$work/${kind}other" 1e-5
   done
+}
+
+pieces() { grep '^piece ' "$1"; }  # a checkpoint index's pieces: tensor, place, checksum
+
+# mixed_resume NAME ARGS...: chorus-train ARGS at 2 ranks for 6 steps, and for 3 steps then
+# resumed to 6: the same losses after step 3 (9 digits) and the same final checkpoint pieces
+# (fp32 masters and optimizer state; their checksums).
+mixed_resume() {
+  local name="$1"
+  shift
+  "$run" -n 2 --timeout 100 "$train" "$@" --steps 6 --checkpoint "$work/$name-full.ck" \
+    >"$work/$name-full" || fail "$name: uninterrupted run exited with $?"
+  "$run" -n 2 --timeout 100 "$train" "$@" --steps 3 --checkpoint "$work/$name.ck" \
+    >"$work/$name-first" || fail "$name: first half exited with $?"
+  "$run" -n 2 --timeout 100 "$train" "$@" --steps 6 --checkpoint "$work/$name.ck" --resume \
+    >"$work/$name-second" || fail "$name: resumed run exited with $?"
+  cat "$work/$name-second"
+  grep -q "resumed from $work/$name.ck at step 3" "$work/$name-second" || fail "$name: no resume"
+  diff <(losses "$work/$name-full" | awk '$1 > 3') <(losses "$work/$name-second") ||
+    fail "$name: the resumed run's losses differ from the uninterrupted run's"
+  diff <(pieces "$work/$name-full.ck") <(pieces "$work/$name.ck") ||
+    fail "$name: the resumed run's final checkpoint differs from the uninterrupted run's"
 }
 
 case "$mode" in
@@ -213,6 +237,16 @@ case "$mode" in
       "$train" --model gpt --steps 2 --zero 3 --mixed-precision fp16
     refused mixedtype "--mixed-precision 'fp8' is not valid: expected bf16|fp16" \
       "$train" --model mlp --steps 2 --zero 1 --mixed-precision fp8
+    ;;
+  zeromixedresume)
+    mlp=(--model mlp --log-every 1 --hidden 32 --layers 2 --batch 8 --optimizer adam --no-eval
+      --mixed-precision bf16)
+    gpt=(--model gpt --log-every 1 --layers 2 --hidden 32 --heads 4 --seq-len 16 --batch 4
+      --no-eval --eval-every 0 --optimizer adam --mixed-precision bf16)
+    for stage in 1 2 3; do
+      mixed_resume "mlp$stage" "${mlp[@]}" --zero "$stage"
+      mixed_resume "gpt$stage" "${gpt[@]}" --zero "$stage"
+    done
     ;;
   zeroresume | zero3resume)
     # --zero 2 (3) at 4 ranks saved at step 4 (each rank its shards), resumed at 4 ranks (the

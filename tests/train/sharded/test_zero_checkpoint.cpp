@@ -43,12 +43,6 @@ struct Result {
   std::vector<at::Tensor> params;
 };
 
-struct Segment {
-  int from = 0, to = kSteps;
-  std::string load;  ///< a checkpoint to resume from before step `from`
-  std::string save;  ///< where to save after step `to`
-};
-
 /// Trains steps [from, to) of `d` under `st` with optimizer `o`.
 Result run(const Strategy& st, Opt o, const Data& d, const Segment& seg) {
   std::vector<std::shared_ptr<torch::nn::SequentialImpl>> models;
@@ -160,7 +154,7 @@ class Reshard : public ::testing::TestWithParam<Opt> {};
 /// uninterrupted run) and under each of `others` (1e-10: other summation orders).
 void expect_resharded(const Strategy& saver, Opt o, const std::vector<Strategy>& others) {
   const Data d = make_data(kSteps, kBatch, at::kDouble);
-  const Result whole = run(saver, o, d, {});
+  const Result whole = run(saver, o, d, {0, kSteps, "", ""});
   const std::string ck = fresh_path("reshard-" + std::to_string(saver.stage) + name(o) + ".ck");
   run(saver, o, d, {0, kSaveAt, "", ck});
   // dp 4 held each parameter and moment in four Flat pieces, one data file per rank.
@@ -186,7 +180,7 @@ TEST_P(Reshard, Zero3AtDp4ResumesUnderEveryStrategy) {
 TEST_P(Reshard, DdpCheckpointResumesUnderZero) {
   const Opt o = GetParam();
   const Data d = make_data(kSteps, kBatch, at::kDouble);
-  const Result whole = run({3, 0}, o, d, {});
+  const Result whole = run({3, 0}, o, d, {0, kSteps, "", ""});
   const std::string ck = fresh_path("ddp-" + name(o) + ".ck");
   run({3, 0}, o, d, {0, kSaveAt, "", ck});
   EXPECT_EQ(data_files(ck).size(), 1u);  // replicated: rank 0 writes everything once

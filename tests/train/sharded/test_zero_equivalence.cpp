@@ -8,7 +8,7 @@
 namespace chorus::train::zero_test {
 namespace {
 
-constexpr int kSteps = 4;
+constexpr int kSteps = 5;  ///< the optimizer steps every run takes
 constexpr std::uint64_t kSeed = 7;
 
 struct Run {

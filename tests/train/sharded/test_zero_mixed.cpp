@@ -8,15 +8,22 @@
 //   reference after 5 SGD-momentum steps (docs/parallel.md, "Mixed precision").
 // - Memory per rank equals PARALLEL.md section 3's mixed-precision lines (Adam, K = 12):
 //   ZeRO-1 4Ψ + 12Ψ/d, ZeRO-2 2Ψ + 14Ψ/d, ZeRO-3 16Ψ/d (Ψ with the padding).
+// - A run saved (sharded_checkpoint.hpp: the fp32 masters) and resumed at dp 2 continues
+//   bit-equal to the uninterrupted run: masters, half parameters and optimizer state.
 // - Refusals: a half type other than bf16/fp16, parameters that are not fp32.
 #include "zero3_test_util.hpp"
 
+#include "../checkpoint_test_util.hpp"
+#include "mixed_test_util.hpp"
+
 #include <chorus/error.hpp>
+#include <chorus/train/sharded_checkpoint.hpp>
 
 namespace chorus::train::zero_test {
 namespace {
 
 constexpr int kSteps = 5, kBatch = 12;
+constexpr int kSaveAt = 3;  ///< the resume test's checkpoint: after step 3 of kSteps
 constexpr std::uint64_t kSeed = 7;
 
 /// One Linear in `half`: bf16 computes in bf16; fp16 through fp32 copies of its parameters
@@ -73,9 +80,11 @@ std::string describe(const MixedRun& s, int ranks) {
          name(s.opt) + ", dp " + std::to_string(ranks);
 }
 
-/// Trains kSteps at dp `ranks` under `s`; returns rank 0's fp32 master parameters, whole.
-std::vector<at::Tensor> run_mixed(const MixedRun& s, int ranks, const Data& d) {
-  std::vector<at::Tensor> result;
+/// Steps [seg.from, seg.to) at dp `ranks` under `s`, resuming from seg.load and saving to
+/// seg.save when given; every rank's state after. A ZeRO-1/2 load needs nothing else
+/// (zero_state); ZeRO-3 then rounds the loaded masters into its half blocks (zero3_state).
+std::vector<RankState> run_mixed(const MixedRun& s, int ranks, const Data& d, const Segment& seg) {
+  std::vector<RankState> result(static_cast<std::size_t>(ranks));
   // Built before the threads start: make_mlp seeds torch's one global generator.
   std::vector<std::shared_ptr<torch::nn::SequentialImpl>> models;
   for (int r = 0; r < ranks; ++r) models.push_back(make_mlp(kSeed, at::kFloat));
@@ -84,18 +93,25 @@ std::vector<at::Tensor> run_mixed(const MixedRun& s, int ranks, const Data& d) {
     const std::int64_t rows = kBatch / ranks;
     std::unique_ptr<ZeroOptimizer> zero;
     std::unique_ptr<Zero3> zero3;
+    ShardedState state;
     if (s.stage == 3) {
       Zero3Options o;
       o.mixed_precision = s.half;
       zero3 = std::make_unique<Zero3>(model->parameters(), kMlpUnits, group, factory(s.opt), o);
+      state = zero3_state(*zero3, module_parameter_pieces(*model));
     } else {
       ZeroOptions o = small_buckets(s.stage);
       o.mixed_precision = s.half;
       zero = std::make_unique<ZeroOptimizer>(model->parameters(), group, factory(s.opt), o);
+      state = zero_state(*zero, module_parameter_pieces(*model));
     }
-    for (std::size_t step = 0; step < d.x.size(); ++step) {
-      const auto x = d.x[step].narrow(0, rank * rows, rows);
-      const auto y = d.y[step].narrow(0, rank * rows, rows);
+    if (!seg.load.empty()) {
+      EXPECT_EQ(load_sharded_checkpoint(seg.load, *model, state).step, seg.from);
+      if (zero3) zero3->refresh_from_shards();
+    }
+    for (int step = seg.from; step < seg.to; ++step) {
+      const auto x = d.x[static_cast<std::size_t>(step)].narrow(0, rank * rows, rows);
+      const auto y = d.y[static_cast<std::size_t>(step)].narrow(0, rank * rows, rows);
       if (zero3) {
         zero3->zero_grad();
         zero3->begin_weighted_step(rows, rows);
@@ -110,10 +126,19 @@ std::vector<at::Tensor> run_mixed(const MixedRun& s, int ranks, const Data& d) {
         zero->step();
       }
     }
-    const auto masters = zero3 ? zero3->master_parameters() : zero->master_parameters();
-    if (rank == 0) result = masters;
+    if (!seg.save.empty()) {
+      save_sharded_checkpoint(seg.save, *model, state, TrainingState{seg.to, 0, {}, {}},
+                              group.comm);
+    }
+    result[static_cast<std::size_t>(rank)] = zero3 ? rank_state(*zero3, zero3->full_parameters())
+                                                   : rank_state(*zero, clone_params(*model));
   });
   return result;
+}
+
+/// kSteps at dp `ranks` under `s`: rank 0's fp32 master parameters, whole.
+std::vector<at::Tensor> run_mixed(const MixedRun& s, int ranks, const Data& d) {
+  return run_mixed(s, ranks, d, {0, kSteps, "", ""}).front().masters;
 }
 
 TEST(ZeroMixedPrecision, OneRankEqualsThePlainMixedLoop) {
@@ -150,6 +175,26 @@ TEST(ZeroMixedPrecision, EveryStageWithinTheToleranceOfFp32) {
         for (std::size_t i = 0; i < got.size(); ++i) {
           expect_close(got[i], fp32.params[i], "parameter " + std::to_string(i), tolerance(half));
         }
+      }
+    }
+  }
+}
+
+// Saved after kSaveAt steps at dp 2 (uneven shards), resumed at dp 2 for the rest: every rank's
+// masters, half parameters, master shards and Adam state bit-equal to the uninterrupted run's.
+TEST(ZeroMixedPrecision, ResumedRunEqualsTheUninterruptedOne) {
+  const Data d = make_data(kSteps, kBatch, at::kFloat);
+  const chorus::testing::TempDir dir("zero_mixed_resume");
+  for (at::ScalarType half : {at::kBFloat16, at::kHalf}) {
+    for (int stage : {1, 2, 3}) {
+      const MixedRun s{stage, half, Opt::Adam};
+      SCOPED_TRACE(describe(s, 2));
+      const std::string ck = dir.file("ck" + std::to_string(stage) + c10::toString(half));
+      const std::vector<RankState> whole = run_mixed(s, 2, d, {0, kSteps, "", ""});
+      run_mixed(s, 2, d, {0, kSaveAt, "", ck});
+      const std::vector<RankState> resumed = run_mixed(s, 2, d, {kSaveAt, kSteps, ck, ""});
+      for (std::size_t r = 0; r < whole.size(); ++r) {
+        expect_same_state(resumed[r], whole[r], "rank " + std::to_string(r));
       }
     }
   }

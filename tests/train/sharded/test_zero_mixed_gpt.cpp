@@ -6,7 +6,15 @@
 // - At dp 2 every stage stays within kTolerance of the fp32 one-process model after kSteps
 //   SGD-momentum steps (docs/parallel.md, "Mixed precision").
 // - Memory per rank equals PARALLEL.md section 3's mixed-precision lines (Adam, K = 12).
+// - Saved in the GPT checkpoint layout (the fp32 masters) and resumed at dp 2, every stage
+//   continues bit-equal to the uninterrupted run: masters, bf16 parameters, optimizer state.
 #include "zero3_test_util.hpp"
+
+#include "../checkpoint_test_util.hpp"
+#include "mixed_test_util.hpp"
+
+#include <chorus/train/gpt_checkpoint.hpp>
+#include <chorus/train/sharded_checkpoint.hpp>
 
 namespace chorus::train::zero_test {
 namespace {
@@ -16,6 +24,13 @@ constexpr int kSteps = 4;
 /// (embedding, residual stream, attention, MLP) are all bf16, not only its matrix products; a
 /// bias whose elements stay below 0.1 drifts by up to 8% of its largest (measured).
 constexpr double kTolerance = 1e-1;
+
+/// The model's parameters (bf16 under mixed precision), copied.
+std::vector<at::Tensor> params_of(const GptModel& model) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& p : model.parameters()) out.push_back(p.detach().clone());
+  return out;
+}
 
 GptConfig fp32_config() {
   GptConfig c = gpt_config();
@@ -72,25 +87,37 @@ std::vector<at::Tensor> fp32_reference(Opt o) {
   return out;
 }
 
-/// kSteps at dp `ranks` under ZeRO-`stage` with bf16; rank 0's fp32 masters, whole.
-std::vector<at::Tensor> run_mixed(int stage, Opt o, int ranks) {
-  std::vector<at::Tensor> result;
+/// Steps [seg.from, seg.to) at dp `ranks` under ZeRO-`stage` with bf16, resuming from seg.load
+/// and saving to seg.save when given (the GPT's states: the load fills the fp32 master shards,
+/// refresh_from_shards makes the bf16 parameters of them); every rank's state after.
+std::vector<RankState> run_mixed(int stage, Opt o, int ranks, const Segment& seg) {
+  std::vector<RankState> result(static_cast<std::size_t>(ranks));
   on_ranks(ranks, [&](const Group& group, int rank) {
     Communicator comm = group.comm;
-    GptModel model(fp32_config(), Group{comm.split(rank, 0), "tp", nullptr});
+    const Group tp{comm.split(rank, 0), "tp", nullptr};
+    GptModel model(fp32_config(), tp);
     std::unique_ptr<ZeroOptimizer> zero;
     std::unique_ptr<Zero3> zero3;
+    ShardedState state;
     if (stage == 3) {
       Zero3Options options;
       options.mixed_precision = at::kBFloat16;
       zero3 =
           std::make_unique<Zero3>(model.parameters(), gpt_units(model), group, factory(o), options);
+      state = gpt_zero3_state(model, *zero3);
     } else {
       ZeroOptions options = small_buckets(stage);
       options.mixed_precision = at::kBFloat16;
       zero = std::make_unique<ZeroOptimizer>(model.parameters(), group, factory(o), options);
+      state = gpt_zero_state(model.named_parameters(), model.config(), tp, *zero);
     }
-    for (int s = 0; s < kSteps; ++s) {
+    const RunConfig description = gpt_model_description(model.config());
+    if (!seg.load.empty()) {
+      EXPECT_EQ(load_sharded_checkpoint(seg.load, description, state).step, seg.from);
+      if (zero3) zero3->refresh_from_shards();
+      if (zero) zero->refresh_from_shards();
+    }
+    for (int s = seg.from; s < seg.to; ++s) {
       const at::Tensor x = tokens(s, 7, 3, rank, ranks), y = tokens(s, 5, 1, rank, ranks);
       if (zero3) {
         zero3->zero_grad();
@@ -106,10 +133,17 @@ std::vector<at::Tensor> run_mixed(int stage, Opt o, int ranks) {
         zero->step();
       }
     }
-    const auto masters = zero3 ? zero3->master_parameters() : zero->master_parameters();
-    if (rank == 0) result = masters;
+    if (!seg.save.empty())
+      save_sharded_checkpoint(seg.save, description, state, {seg.to, 0, {}, {}}, comm);
+    result[static_cast<std::size_t>(rank)] =
+        zero3 ? rank_state(*zero3, zero3->full_parameters()) : rank_state(*zero, params_of(model));
   });
   return result;
+}
+
+/// kSteps at dp `ranks` under ZeRO-`stage` with bf16: rank 0's fp32 masters, whole.
+std::vector<at::Tensor> run_mixed(int stage, Opt o, int ranks) {
+  return run_mixed(stage, o, ranks, {0, kSteps, "", ""}).front().masters;
 }
 
 TEST(ZeroMixedPrecisionGpt, OneRankEqualsThePlainMixedLoop) {
@@ -134,6 +168,24 @@ TEST(ZeroMixedPrecisionGpt, EveryStageWithinTheToleranceOfFp32) {
     ASSERT_EQ(got.size(), fp32.size());
     for (std::size_t i = 0; i < got.size(); ++i) {
       expect_close(got[i], fp32[i], "parameter " + std::to_string(i), kTolerance);
+    }
+  }
+}
+
+// Saved after 2 of kSteps Adam steps at dp 2 and resumed at dp 2: every rank's masters, bf16
+// parameters, master shards and Adam state bit-equal to the uninterrupted run's.
+TEST(ZeroMixedPrecisionGpt, ResumedRunEqualsTheUninterruptedOne) {
+  const chorus::testing::TempDir dir("zero_mixed_gpt_resume");
+  constexpr int kSaveAt = 2;
+  for (int stage : {1, 2, 3}) {
+    SCOPED_TRACE("ZeRO-" + std::to_string(stage) + " at dp 2");
+    const std::string ck = dir.file("ck" + std::to_string(stage));
+    const std::vector<RankState> whole = run_mixed(stage, Opt::Adam, 2, {0, kSteps, "", ""});
+    run_mixed(stage, Opt::Adam, 2, {0, kSaveAt, "", ck});
+    const std::vector<RankState> resumed =
+        run_mixed(stage, Opt::Adam, 2, {kSaveAt, kSteps, ck, ""});
+    for (std::size_t r = 0; r < whole.size(); ++r) {
+      expect_same_state(resumed[r], whole[r], "rank " + std::to_string(r));
     }
   }
 }

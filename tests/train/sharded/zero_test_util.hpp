@@ -120,6 +120,14 @@ inline std::int64_t padded(const std::vector<BucketLayout>& layouts) {
   return total;
 }
 
+/// Steps [from, to) of a run that may resume and save: `load` is a checkpoint to resume from
+/// before step `from`, `save` where to save after step `to` (each when not empty).
+struct Segment {
+  int from = 0, to = 0;
+  std::string load;
+  std::string save;
+};
+
 /// Runs body(group, rank) on n thread-ranks forming one group "dp" whose ledger records.
 inline void on_ranks(int n, const std::function<void(const Group&, int)>& body) {
   torch::set_num_threads(1);
