@@ -3,7 +3,6 @@
 
 #include "algorithms/common.hpp"
 #include "core/reduce.hpp"
-#include "core/reduce_small.hpp"
 
 #include <algorithm>
 #include <array>
@@ -28,12 +27,6 @@ const float* as_float(Operand x, std::size_t first, std::size_t count, Block& bl
 }
 
 }  // namespace
-
-DataType partial_type(const Call& args) {
-  if (!is_half(args.dtype)) return args.dtype;
-  const DataType wide = accumulation_type(args.dtype, args.op);
-  return wide == DataType::Float32 ? wide : args.dtype;
-}
 
 int fold_half_average(const Call& args, int nranks) {
   if (!args.average || partial_type(args) == args.dtype) return 1;
@@ -64,13 +57,6 @@ void reduce_operands(void* dst, DataType dst_type, Operand a, Operand b, std::si
 void reduce_all(void* out, std::span<const void* const> inputs, std::size_t count, const Call& args,
                 int divisor) {
   const DataType dtype = args.dtype;
-  // A small native-type call: inline loops, in the order below (partial_type is its dtype).
-  if (divisor <= 1 && reduce_small(out, inputs[0], inputs[1], count, dtype, args.op)) {
-    for (std::size_t k = 2; k < inputs.size(); ++k) {
-      reduce_small(out, out, inputs[k], count, dtype, args.op);
-    }
-    return;
-  }
   const DataType partial = partial_type(args);
   if (partial != dtype && divisor <= 1) {
     // One pass: each input widened in registers, reduced in fp32, rounded once.

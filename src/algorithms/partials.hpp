@@ -9,6 +9,7 @@
 #pragma once
 
 #include "algorithms/algorithm.hpp"
+#include "core/reduce.hpp"
 
 #include <chorus/types.hpp>
 
@@ -20,8 +21,12 @@
 namespace chorus::algorithms {
 
 /// The dtype partial results of `args` are carried in: float32 for a half type under Sum or
-/// Prod, args.dtype otherwise.
-DataType partial_type(const Call& args);
+/// Prod, args.dtype otherwise. Inline: every reducing call asks it.
+inline DataType partial_type(const Call& args) {
+  if (args.dtype != DataType::Float16 && args.dtype != DataType::Bfloat16) return args.dtype;
+  const DataType wide = accumulation_type(args.dtype, args.op);
+  return wide == DataType::Float32 ? wide : args.dtype;
+}
 
 /// An average of a half type is divided by the algorithm, before its one rounding: returns
 /// the divisor for the final values (`nranks`), 1 for any other call (the Outcome then says

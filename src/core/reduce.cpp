@@ -110,8 +110,8 @@ void divide_as(void* buf, std::size_t n, int divisor) {
 
 }  // namespace
 
-void reduce_into(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
-                 ReduceOp op) {
+void reduce_into_kernels(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
+                         ReduceOp op) {
   // Resolved on first use; C++ guarantees one thread initialises it and the
   // others wait, and later calls cost one load.
   static const ReduceKernel kernel = reduce_kernel(active_reduce_isa());
@@ -119,10 +119,6 @@ void reduce_into(void* dst, const void* a, const void* b, std::size_t count, Dat
   // kernel's tail loop anyway (same values), after two more dispatches.
   if (count * dtype_size(dtype) < 32) return reduce_into_generic(dst, a, b, count, dtype, op);
   kernel(dst, a, b, count, dtype, op);
-}
-
-void reduce_inplace(void* dst, const void* src, std::size_t count, DataType dtype, ReduceOp op) {
-  reduce_into(dst, dst, src, count, dtype, op);
 }
 
 void reduce_halves(void* out, const void* const* inputs, std::size_t n, std::size_t count,

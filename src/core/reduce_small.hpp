@@ -2,9 +2,9 @@
 //
 // The generic kernel (reduce_generic.cpp) applies these operations; the SIMD kernels give
 // the same bits (reduce_kernels.hpp). reduce_small applies them inline to messages of at
-// most kSmallReduceBytes of a native dtype: a small call's reduction (the one-round arena
-// reduce of a few dozen bytes) then costs its loop, not reduce_into's kernel dispatch,
-// per-dtype switch and vector loop set-up.
+// most kSmallReduceBytes of a native dtype, as the first step of reduce_into (reduce.hpp): a
+// small call's reduction (the one-round arena reduce of a few dozen bytes) then costs its loop,
+// not the kernels' dispatch per ISA, dtype and op and their vector loop set-up.
 #pragma once
 
 #include <chorus/types.hpp>
@@ -85,10 +85,10 @@ namespace chorus {
 /// The most bytes reduce_small reduces.
 inline constexpr std::size_t kSmallReduceBytes = 256;
 
-/// dst[i] = a[i] op b[i] as reduce_into computes it (the generic kernel's bits), inline,
-/// for a native dtype (not float16/bfloat16), op Sum, Prod, Max or Min, and at most
-/// kSmallReduceBytes; false (nothing written) for any other call, which reduce_into then
-/// serves. `dst` may equal `a` or `b`.
+/// dst[i] = a[i] op b[i] with the kernels' bits (the generic kernel's), inline, for a native
+/// dtype (not float16/bfloat16), op Sum, Prod, Max or Min, and at most kSmallReduceBytes;
+/// false (nothing written) for any other call, which reduce_into then hands to the kernels.
+/// `dst` may equal `a` or `b`.
 inline bool reduce_small(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
                          ReduceOp op) {
   using namespace reduce_ops;

@@ -42,11 +42,6 @@ void BellRelay::unwatch() {
   watching_ = false;
 }
 
-std::uint64_t BellRelay::relayed() const {
-  std::lock_guard lock(mutex_);
-  return relayed_;
-}
-
 void BellRelay::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -61,7 +56,6 @@ void BellRelay::run() {
     // spurious wake costs the rank one look at its links, as its own 50 ms liveness wake does).
     if (watching_) {
       watching_ = false;
-      ++relayed_;
       const std::uint64_t one = 1;
       ssize_t ignored = ::write(wake_fd_, &one, sizeof(one));
       (void)ignored;

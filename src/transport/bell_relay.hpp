@@ -33,20 +33,17 @@ class BellRelay {
   void watch(std::uint32_t sequence);
   /// The poll ended: a ring from now on is the rank's own to see.
   void unwatch();
-  /// Eventfd writes made since the relay started (tests, diagnostics).
-  std::uint64_t relayed() const;
 
  private:
   void run();
 
   Doorbell bell_;
   int wake_fd_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable changed_;
   bool watching_ = false;
   bool stop_ = false;
   std::uint32_t sequence_ = 0;
-  std::uint64_t relayed_ = 0;
   std::thread thread_;
 };
 

@@ -1,7 +1,7 @@
 // reduce_small (core/reduce_small.hpp): the inline reduction of small calls. It must serve
-// every native dtype and op up to kSmallReduceBytes with reduce_into's bits (a call it
-// refuses takes the kernel dispatch again, so it must serve them all), and refuse everything
-// else without writing.
+// every native dtype and op up to kSmallReduceBytes with the kernels' bits (reduce_into
+// serves such calls with it alone; a call it refuses goes to the kernels), and refuse
+// everything else without writing.
 #include "core/reduce.hpp"
 #include "core/reduce_kernels.hpp"
 #include "core/reduce_small.hpp"
@@ -90,7 +90,7 @@ TEST(ReduceSmall, ServesEveryNativeDtypeAndOpUpTo256BytesAsTheKernels) {
   check_every_count_and_op<double>(DataType::Float64);
 }
 
-// Signed zeros, infinities and NaNs: the bits of reduce_into (same element operations).
+// Signed zeros, infinities and NaNs: the bits of the kernels (same element operations).
 TEST(ReduceSmall, SpecialFloatsGiveTheKernelsBits) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -99,7 +99,7 @@ TEST(ReduceSmall, SpecialFloatsGiveTheKernelsBits) {
   for (ReduceOp op : kOps) {
     std::vector<float> out(a.size()), kernel(a.size());
     ASSERT_TRUE(reduce_small(out.data(), a.data(), b.data(), a.size(), DataType::Float32, op));
-    reduce_into(kernel.data(), a.data(), b.data(), a.size(), DataType::Float32, op);
+    reduce_into_kernels(kernel.data(), a.data(), b.data(), a.size(), DataType::Float32, op);
     for (std::size_t i = 0; i < a.size(); ++i) {
       if (std::isnan(kernel[i])) {
         EXPECT_TRUE(std::isnan(out[i])) << to_string(op) << " at " << i;  // payload aside
